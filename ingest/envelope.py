@@ -1,0 +1,59 @@
+"""Building an event's wire form: the envelope around a redacted payload cut to size, as JSON.
+
+The hook and the transcript import both build events here, so both redact and truncate the
+same way. Standard library only (the hook path); the result decodes as `schemas.events.Event`.
+"""
+
+from __future__ import annotations
+
+import json
+
+from ingest.redact import redact
+from ingest.truncate import encode_within_budget
+from schemas.kinds import SCHEMA_VERSION
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+
+class Rejected(ValueError):
+    """The input cannot become an event; the message says why."""
+
+
+def _json(envelope: dict[str, Any]) -> bytes:
+    try:
+        text = json.dumps(envelope, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except ValueError as e:
+        raise Rejected(f"cannot encode as JSON: {e}") from None
+    # A lone surrogate (legal in JSON escapes, not in UTF-8) becomes U+FFFD rather than an error.
+    return text.encode("utf-8", "replace")
+
+
+def encode_event(
+    kind: str,
+    payload: dict[str, Any],
+    *,
+    event_id: str,
+    ts: str,
+    recorded_at: str,
+    project: str,
+    source: str,
+    caused_by: list[str] | None = None,
+) -> bytes:
+    """The event as JSON bytes: secrets redacted, oversized strings cut, at most EVENT_LIMIT."""
+    session_id = payload.get("session_id")
+    envelope = {
+        "id": event_id,
+        "kind": kind,
+        "ts": ts,
+        "recorded_at": recorded_at,
+        "project": project,
+        "session_id": session_id if isinstance(session_id, str) else None,
+        "agent": payload.get("agent_id") or "main",
+        "source": source,
+        "v": SCHEMA_VERSION,
+        "payload": redact(payload),
+        "caused_by": caused_by or [],
+    }
+    return encode_within_budget(envelope, _json)

@@ -1,0 +1,103 @@
+"""`reverie hook [EVENT]`: one Claude Code hook payload on stdin becomes one event in the stream.
+
+The agent never waits and nothing is lost. Whatever arrives and whatever state Redis is in,
+the hook prints nothing and exits 0: a payload it can read is redacted, cut to size and
+appended to the stream (or, if Redis cannot take it within its deadline, to the spool); a
+payload it cannot read becomes a dead letter with the reason. Standard library only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+
+from ingest.dead_letters import write_dead_letter
+from ingest.envelope import Rejected, encode_event
+from ingest.project import project_of
+from ingest.resp import Connection, RedisUnavailable
+from ingest.spool import spool_event
+from schemas.ids import new_event_id, utc_now_iso
+from schemas.kinds import HOOK_KINDS, SOURCE_CLAUDE_CODE
+from schemas.settings import STREAM, Settings
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, BinaryIO
+
+    Environ = os._Environ[str] | dict[str, str]
+
+
+def parse_payload(raw: bytes, hook_name: str | None) -> tuple[str, dict[str, Any]]:
+    """The event kind and the payload, or Rejected with the reason."""
+    if not raw.strip():
+        raise Rejected("empty input: a hook expects one JSON object on stdin")
+    try:
+        payload = json.loads(raw)
+    except (ValueError, RecursionError) as e:
+        raise Rejected(f"not JSON: {e}") from None
+    if not isinstance(payload, dict):
+        raise Rejected(f"expected a JSON object, got {type(payload).__name__}")
+    name = hook_name or payload.get("hook_event_name")
+    if not isinstance(name, str) or not name:
+        raise Rejected("no hook event name: give it as `reverie hook EVENT` or in hook_event_name")
+    kind = HOOK_KINDS.get(name)
+    if kind is None:
+        raise Rejected(f"unknown hook event {name!r}; known: {', '.join(sorted(HOOK_KINDS))}")
+    for field in ("session_id", "agent_id"):
+        if payload.get(field) is not None and not isinstance(payload[field], str):
+            raise Rejected(f"{field} must be a string, got {type(payload[field]).__name__}")
+    return kind, payload
+
+
+def deliver(settings: Settings, event_id: str, data: bytes) -> str:
+    """Append the event to the stream, or to the spool if Redis cannot take it; where it went."""
+    try:
+        with Connection(settings.redis_url) as redis:
+            redis.command("XADD", STREAM, "*", "e", data)
+        return "stream"
+    except RedisUnavailable:
+        spool_event(settings.spool_dir, event_id, data)
+        return "spool"
+
+
+def _read(stdin: BinaryIO | None) -> bytes:
+    if stdin is None or stdin.isatty():
+        raise Rejected("no payload: stdin is not a pipe (Claude Code sends the payload on stdin)")
+    return stdin.read()
+
+
+def record_hook(argv: list[str], stdin: BinaryIO | None, environ: Environ) -> str:
+    """Turn one hook invocation into an event; where it went: stream, spool or dead-letter."""
+    settings = Settings.from_env(environ)
+    raw = b""
+    try:
+        raw = _read(stdin)
+        kind, payload = parse_payload(raw, argv[0] if argv else None)
+        now = utc_now_iso()
+        event_id = new_event_id()
+        data = encode_event(
+            kind,
+            payload,
+            event_id=event_id,
+            ts=now,
+            recorded_at=now,
+            project=project_of(payload, environ),
+            source=SOURCE_CLAUDE_CODE,
+        )
+        return deliver(settings, event_id, data)
+    except Rejected as e:
+        reason = str(e)
+    except Exception as e:  # a bug or a full disk: keep the input and the reason all the same
+        reason = f"internal error: {e!r}"
+    write_dead_letter(settings.dead_letter_dir, "hook", reason, raw, argv)
+    return "dead-letter"
+
+
+def main(argv: list[str]) -> int:
+    """The hook's entry point: always 0, never a word on stdout."""
+    # Even if the dead letter failed (no disk?), the agent must go on.
+    with contextlib.suppress(BaseException):
+        record_hook(argv, getattr(sys.stdin, "buffer", None), os.environ)
+    return 0

@@ -1,0 +1,197 @@
+"""Backfill from Claude Code transcripts (~/.claude/projects/**/*.jsonl, subagents included).
+
+A transcript line becomes the event the matching hook would have recorded: a user's words
+become `prompt.submitted`, a tool call with its result `tool.used` (or `tool.failed`), the
+last words of an assistant turn `assistant.stopped`, a compaction boundary
+`compaction.finished`, and a subagent's transcript is framed by `subagent.started` and
+`subagent.stopped`. Ids derive from the transcript's own line ids, so importing the same
+file twice yields the same events, and the dispatcher keeps each once.
+"""
+
+import json
+import os
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import msgspec
+
+from ingest.envelope import Rejected, encode_event
+from ingest.project import UNKNOWN_PROJECT, project_key, transcript_project
+from schemas import kinds
+from schemas.ids import derived_event_id
+
+
+class ImportedEvent(msgspec.Struct, frozen=True):
+    id: str
+    data: bytes
+
+
+class BadLine(msgspec.Struct, frozen=True):
+    path: str
+    line: int
+    reason: str
+    data: bytes
+
+
+def find_transcripts(root: str) -> list[str]:
+    """Every transcript under `root` (or `root` itself if it is a file), main sessions first."""
+    if os.path.isfile(root):
+        return [root]
+    found = []
+    for folder, _, files in os.walk(root):
+        found += [os.path.join(folder, f) for f in files if f.endswith(".jsonl")]
+    return sorted(found, key=lambda p: (os.sep + "subagents" + os.sep in p, p))
+
+
+def _ms(timestamp: str) -> int:
+    return int(datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp() * 1000)
+
+
+def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
+    content = message.get("content")
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+
+
+def _text(blocks: list[dict[str, Any]]) -> str:
+    return "\n".join(b["text"] for b in blocks if b.get("type") == "text" and isinstance(b.get("text"), str))
+
+
+class _Transcript:
+    """Turns the lines of one transcript file into events, in order."""
+
+    def __init__(self, path: str, recorded_at: str) -> None:
+        self.path = path
+        self.recorded_at = recorded_at
+        self.project: str | None = transcript_project(path)
+        self.session_id: str | None = None
+        self.agent_id: str | None = None
+        self.cwd: str | None = None
+        self.tool_calls: dict[str, dict[str, Any]] = {}
+        self.last_words: tuple[str, str, str] | None = None  # (timestamp, line uuid, text)
+        self.first: tuple[str, str] | None = None  # (timestamp, line uuid)
+        self.last: tuple[str, str] | None = None
+
+    def event(self, kind: str, timestamp: str, seed: str, **fields: Any) -> ImportedEvent:
+        payload = {
+            "session_id": self.session_id,
+            "transcript_path": self.path,
+            "cwd": self.cwd,
+            "hook_event_name": None,
+            **({"agent_id": self.agent_id} if self.agent_id else {}),
+            **fields,
+        }
+        event_id = derived_event_id(_ms(timestamp), "transcript", self.session_id or "", seed, kind)
+        data = encode_event(
+            kind,
+            payload,
+            event_id=event_id,
+            ts=timestamp,
+            recorded_at=self.recorded_at,
+            project=self.project or (project_key(self.cwd) if self.cwd else UNKNOWN_PROJECT),
+            source=kinds.SOURCE_IMPORT,
+        )
+        return ImportedEvent(event_id, data)
+
+    def line(self, d: dict[str, Any]) -> Iterator[ImportedEvent]:
+        timestamp, uuid = d.get("timestamp"), d.get("uuid")
+        if not isinstance(timestamp, str) or not isinstance(uuid, str):
+            return  # snapshots, queue operations: no moment of the session
+        self.session_id = self.session_id or d.get("sessionId")
+        self.agent_id = self.agent_id or d.get("agentId")
+        self.cwd = d.get("cwd") or self.cwd
+        if self.first is None:
+            self.first = (timestamp, uuid)
+            start = kinds.SUBAGENT_STARTED if self.agent_id else kinds.SESSION_STARTED
+            yield self.event(start, timestamp, uuid)
+        self.last = (timestamp, uuid)
+        kind, message = d.get("type"), d.get("message")
+        if kind == "system" and d.get("subtype") == "compact_boundary":
+            meta = d.get("compactMetadata") or {}
+            yield self.event(kinds.COMPACTION_FINISHED, timestamp, uuid, trigger=meta.get("trigger"))
+        if not isinstance(message, dict):
+            return
+        blocks = _blocks(message)
+        if kind == "assistant":
+            self.assistant(blocks, timestamp, uuid)
+        elif kind == "user":
+            yield from self.user(d, blocks, timestamp, uuid)
+
+    def assistant(self, blocks: list[dict[str, Any]], timestamp: str, uuid: str) -> None:
+        for block in blocks:
+            if block.get("type") == "tool_use" and isinstance(block.get("id"), str):
+                self.tool_calls[block["id"]] = block
+        if text := _text(blocks):
+            self.last_words = (timestamp, uuid, text)
+
+    def user(
+        self, d: dict[str, Any], blocks: list[dict[str, Any]], timestamp: str, uuid: str
+    ) -> Iterator[ImportedEvent]:
+        for block in blocks:
+            if block.get("type") != "tool_result":
+                continue
+            call = self.tool_calls.pop(block.get("tool_use_id", ""), None) or {}
+            fields = {
+                "tool_name": call.get("name", ""),
+                "tool_input": call.get("input") if isinstance(call.get("input"), dict) else None,
+                "tool_use_id": block.get("tool_use_id"),
+            }
+            response = d.get("toolUseResult", block.get("content"))
+            if block.get("is_error"):
+                yield self.event(
+                    kinds.TOOL_FAILED,
+                    timestamp,
+                    uuid + block.get("tool_use_id", ""),
+                    error=response,
+                    **fields,
+                )
+            else:
+                yield self.event(
+                    kinds.TOOL_USED,
+                    timestamp,
+                    uuid + block.get("tool_use_id", ""),
+                    tool_response=response,
+                    **fields,
+                )
+        prompt = _text(blocks)
+        if prompt and not d.get("isMeta") and not d.get("isCompactSummary"):
+            yield from self.turn_ended()
+            yield self.event(kinds.PROMPT_SUBMITTED, timestamp, uuid, prompt=prompt)
+
+    def turn_ended(self) -> Iterator[ImportedEvent]:
+        if self.last_words is not None:
+            timestamp, uuid, text = self.last_words
+            self.last_words = None
+            yield self.event(kinds.ASSISTANT_STOPPED, timestamp, uuid, last_assistant_message=text)
+
+    def finish(self) -> Iterator[ImportedEvent]:
+        if self.agent_id and self.last is not None:
+            text = self.last_words[2] if self.last_words else None
+            yield self.event(
+                kinds.SUBAGENT_STOPPED,
+                self.last[0],
+                self.last[1] + ":end",
+                last_assistant_message=text,
+                agent_transcript_path=self.path,
+            )
+            self.last_words = None
+        yield from self.turn_ended()
+
+
+def read_transcript(path: str) -> Iterator[ImportedEvent | BadLine]:
+    """The events one transcript file records, and the lines that could not be read."""
+    transcript = _Transcript(path, datetime.now(UTC).isoformat())
+    with open(path, "rb") as f:
+        for number, raw in enumerate(f, 1):
+            if not raw.strip():
+                continue
+            try:
+                line = json.loads(raw)
+                if not isinstance(line, dict):
+                    raise Rejected(f"expected a JSON object, got {type(line).__name__}")
+                yield from transcript.line(line)
+            except (ValueError, TypeError, KeyError) as e:
+                yield BadLine(path, number, f"{type(e).__name__}: {e}", raw)
+    yield from transcript.finish()

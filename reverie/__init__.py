@@ -1,0 +1,1 @@
+"""reverie: long-term memory for AI coding agents."""

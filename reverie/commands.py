@@ -1,0 +1,114 @@
+"""The subcommands of `reverie` (all but `hook`): their arguments and help."""
+
+import argparse
+import os
+
+from schemas.kinds import HOOK_KINDS
+
+DESCRIPTION = """\
+Long-term memory for AI coding agents. Claude Code hooks record every prompt, tool use and
+outcome as an immutable event; background workers archive and (in later versions) learn from
+them. Data lives in $REVERIE_HOME (default: $XDG_DATA_HOME/reverie or ~/.local/share/reverie).
+With REDIS_URL unset, reverie runs its own embedded server there; set REDIS_URL to share one.
+
+Start here:
+  reverie up --detach            start the stack in the background
+  reverie import                 backfill from ~/.claude/projects
+  reverie sql "select kind, count(*) from events group by kind"
+"""
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="reverie", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    hook = sub.add_parser(
+        "hook",
+        help="record one Claude Code hook event read from stdin (always exits 0, prints nothing)",
+        description="Reads one hook payload (JSON) on stdin and appends it to the stream, or to the local "
+        "spool if Redis cannot take it in time. Unreadable input becomes a dead letter. Never fails.",
+    )
+    hook.add_argument(
+        "event", nargs="?", help=f"hook event name (default: hook_event_name): {', '.join(HOOK_KINDS)}"
+    )
+
+    up = sub.add_parser("up", help="start the stack: embedded server, dispatcher, workers (Ctrl-C stops it)")
+    up.add_argument(
+        "--detach", "-d", action="store_true", help="run in the background; stop with `reverie down`"
+    )
+    up.add_argument("--workers", type=int, default=1, metavar="N", help="RQ worker processes (default: 1)")
+
+    sub.add_parser("down", help="stop a stack started with `reverie up --detach`")
+
+    status = sub.add_parser(
+        "status", help="stream length, pending entries, lag, spool, dead letters, workers"
+    )
+    status.add_argument("--json", action="store_true", help="print one JSON object")
+
+    imp = sub.add_parser(
+        "import",
+        help="backfill events from Claude Code transcripts (idempotent)",
+        description="Reads Claude Code transcripts (*.jsonl, subagents included), turns each into the events "
+        "its hooks would have recorded, and sends the ones not yet in the log to the running stack. "
+        "Importing the same files again adds nothing.",
+    )
+    imp.add_argument(
+        "paths",
+        nargs="*",
+        metavar="PATH",
+        default=[os.path.join("~", ".claude", "projects")],
+        help="transcript files or folders (default: ~/.claude/projects)",
+    )
+    imp.add_argument("--no-wait", action="store_true", help="do not wait for the dispatcher to archive them")
+
+    sql = sub.add_parser(
+        "sql",
+        help="run DuckDB SQL over the event log",
+        description="Views: events(id, kind, ts, recorded_at, project, session_id, agent, source, v, "
+        "payload JSON, caused_by) and dead_letters(id, recorded_at, stage, reason, head, size, argv). "
+        "Give - to read the query from stdin.",
+    )
+    sql.add_argument("query", help="the SQL query, or - for stdin")
+    fmt = sql.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help="one JSON object per row")
+    fmt.add_argument("--csv", action="store_true", help="CSV with a header row")
+
+    sub.add_parser("server", help="(Procfile) run the embedded Redis-compatible server in the foreground")
+    dispatch = sub.add_parser("dispatch", help="(Procfile) run the dispatcher: stream -> event log")
+    dispatch.add_argument("--name", help="consumer name in the group (default: this host's name)")
+    sub.add_parser("worker", help="(Procfile) run an RQ worker for reverie's jobs")
+    return parser
+
+
+def run(argv: list[str]) -> int:
+    args = _parser().parse_args(argv)
+    if args.command == "sql":
+        from reverie import querying
+
+        return querying.sql(args.query, "json" if args.json else "csv" if args.csv else "table")
+    if args.command == "import":
+        from reverie import importing
+
+        return importing.import_transcripts(args.paths, wait=not args.no_wait)
+    from reverie import stack
+
+    match args.command:
+        case "hook":
+            from ingest.hook import main as hook_main
+
+            return hook_main(argv[1:])
+        case "up":
+            return stack.up(detach=args.detach, workers=args.workers)
+        case "down":
+            return stack.down()
+        case "status":
+            return stack.status(as_json=args.json)
+        case "server":
+            return stack.server()
+        case "dispatch":
+            return stack.dispatch(args.name)
+        case "worker":
+            return stack.worker()
+    raise AssertionError(args.command)  # argparse accepts only the commands above

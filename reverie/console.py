@@ -1,0 +1,48 @@
+"""Printing for people: rich tables and messages on the terminal, plain JSON/CSV for programs."""
+
+import csv
+import json
+import sys
+from collections.abc import Sequence
+from datetime import date, datetime
+from decimal import Decimal
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+out = Console()
+err = Console(stderr=True)
+
+
+def fail(message: str) -> int:
+    err.print(f"[bold red]error:[/] {message}", highlight=False)
+    return 1
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return float(value)
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "backslashreplace")
+    return value
+
+
+def print_rows(columns: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str = "table") -> None:
+    if fmt == "json":
+        for row in rows:
+            sys.stdout.write(
+                json.dumps({c: _plain(v) for c, v in zip(columns, row, strict=True)}, default=str) + "\n"
+            )
+    elif fmt == "csv":
+        writer = csv.writer(sys.stdout)
+        writer.writerow(columns)
+        writer.writerows([[_plain(v) for v in row] for row in rows])
+    else:
+        table = Table(*columns, show_lines=False, header_style="bold")
+        for row in rows:
+            table.add_row(*["" if v is None else str(_plain(v)) for v in row])
+        out.print(table)
+        out.print(f"[dim]{len(rows)} row{'s' if len(rows) != 1 else ''}[/]")

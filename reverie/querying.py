@@ -1,0 +1,22 @@
+"""`reverie sql`."""
+
+import sys
+
+import duckdb
+
+from projections.sql import connect, query
+from reverie.console import fail, print_rows
+from schemas.settings import Settings
+
+
+def sql(text: str, fmt: str) -> int:
+    settings = Settings.from_env()
+    if text == "-":
+        text = sys.stdin.read()
+    db = connect(settings.event_log_dir, settings.dead_letter_dir)
+    try:
+        result = query(db, text)
+    except duckdb.Error as e:
+        return fail(str(e))
+    print_rows(result.columns, result.rows, fmt)
+    return 0

@@ -1,0 +1,156 @@
+"""`reverie up`, `down`, `status`, and the Procfile's processes: `server`, `dispatch`, `worker`."""
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import msgspec
+
+from reverie.console import err, fail, out
+from schemas.settings import QUEUE, Settings
+
+
+def up(detach: bool, workers: int) -> int:
+    from workers.supervisor import Supervisor, running_pid
+
+    settings = Settings.from_env()
+    if workers < 1:
+        return fail("--workers must be at least 1")
+    if (pid := running_pid(settings)) is not None:
+        if detach:
+            out.print(f"reverie is already running (pid {pid}) with data in {settings.home}")
+            return 0
+        return fail(f"reverie is already running (pid {pid}); stop it with `reverie down`")
+    if detach:
+        return _up_detached(settings, workers)
+    from workers.logs import configure_logging
+
+    configure_logging(json=not sys.stderr.isatty())
+    return Supervisor(settings, workers).run()
+
+
+def _up_detached(settings: Settings, workers: int) -> int:
+    from workers.status import stack_status
+
+    os.makedirs(settings.run_dir, mode=0o700, exist_ok=True)
+    log_path = os.path.join(settings.run_dir, "stack.log")
+    with open(log_path, "ab") as log_file:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "reverie", "up", "--workers", str(workers)],
+            stdin=subprocess.DEVNULL,
+            stdout=log_file,
+            stderr=log_file,
+            start_new_session=True,
+        )
+    deadline = time.monotonic() + 60
+    with err.status("starting reverie…"):
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                with open(log_path, "rb") as f:
+                    tail = f.read()[-2000:].decode("utf-8", "replace")
+                return fail(
+                    f"the stack exited with code {process.returncode}; the end of {log_path}:\n{tail}"
+                )
+            state = stack_status(settings)
+            if state.reachable and state.dispatchers and state.workers:
+                out.print(
+                    f"reverie is up (pid {process.pid}), data in {settings.home}, "
+                    f"Redis at {settings.redis_url}\nlogs: {log_path}; stop it with `reverie down`"
+                )
+                return 0
+            time.sleep(0.2)
+    return fail(f"the stack did not come up within 60 s; see {log_path}")
+
+
+def down() -> int:
+    from workers.supervisor import running_pid
+
+    settings = Settings.from_env()
+    pid = running_pid(settings)
+    if pid is None:
+        out.print("reverie is not running")
+        return 0
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 60
+    with err.status(f"stopping reverie (pid {pid})…"):
+        while time.monotonic() < deadline:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                out.print("reverie stopped")
+                return 0
+            time.sleep(0.1)
+    return fail(f"reverie (pid {pid}) did not stop within 60 s")
+
+
+def status(as_json: bool) -> int:
+    from workers.status import stack_status
+
+    settings = Settings.from_env()
+    state = stack_status(settings)
+    if as_json:
+        sys.stdout.write(msgspec.json.encode(state).decode() + "\n")
+        return 0 if state.reachable else 1
+    from rich.table import Table
+
+    table = Table(show_header=False, box=None)
+    rows = [
+        ("stack", f"running (pid {state.stack_pid})" if state.stack_pid else "not running (here)"),
+        ("redis", f"{state.redis_url} ({'reachable' if state.reachable else 'UNREACHABLE'})"),
+        ("stream length", str(state.stream_length)),
+        ("pending", str(state.pending)),
+        ("lag", str(state.lag)),
+        ("spooled events", str(state.spooled)),
+        ("dead letters", str(state.dead_letters)),
+        ("archived events", f"{state.archived} in {state.segments} segments"),
+        ("dispatchers", ", ".join(f"{d.consumer} (pid {d.pid})" for d in state.dispatchers) or "none alive"),
+        ("workers", ", ".join(f"{w.name} ({w.state})" for w in state.workers) or "none alive"),
+    ]
+    for name, value in rows:
+        table.add_row(f"[bold]{name}[/]", value)
+    out.print(table)
+    return 0 if state.reachable else 1
+
+
+def server() -> int:
+    from workers.server import exec_server
+
+    settings = Settings.from_env()
+    if not settings.embedded:
+        return fail(f"REDIS_URL is set ({settings.redis_url}): there is no embedded server to run")
+    exec_server(settings)
+    return 0  # not reached: the server replaced this process
+
+
+def _stop_on_signals() -> threading.Event:
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    return stop
+
+
+def dispatch(name: str | None) -> int:
+    from workers.dispatcher import Dispatcher
+    from workers.logs import configure_logging
+    from workers.redis_client import connect
+
+    configure_logging(json=True)
+    settings = Settings.from_env()
+    Dispatcher(settings, connect(settings), consumer=name).run(_stop_on_signals())
+    return 0
+
+
+def worker() -> int:
+    from rq import Queue, Worker
+
+    from workers.logs import configure_logging
+    from workers.redis_client import connect
+
+    configure_logging(json=True)
+    settings = Settings.from_env()
+    client = connect(settings, timeout=None)  # RQ blocks on the queue for minutes
+    Worker([Queue(QUEUE, connection=client)], connection=client).work(logging_level="INFO")
+    return 0

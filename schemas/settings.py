@@ -1,0 +1,73 @@
+"""Where reverie keeps things and which Redis it talks to, read from the environment.
+
+Standard library only: the hook imports this on every call.
+
+- REVERIE_HOME: the data directory (default: $XDG_DATA_HOME/reverie, else ~/.local/share/reverie).
+- REDIS_URL: a shared Redis (redis://, rediss://, unix://). Unset means the embedded server,
+  reached on a unix socket inside the data directory that only this user can open.
+"""
+
+import os
+
+STREAM = "reverie:events"
+GROUP = "reverie:archivers"
+QUEUE = "reverie"
+# Unix socket paths must fit in sun_path (108 bytes on Linux).
+_MAX_SOCKET_PATH = 100
+
+
+class Settings:
+    __slots__ = ("embedded", "home", "redis_url")
+
+    def __init__(self, home: str, redis_url: str | None = None) -> None:
+        self.home = os.path.abspath(home)
+        self.embedded = not redis_url
+        self.redis_url = redis_url or f"unix://{self.socket_path}"
+
+    @classmethod
+    def from_env(cls, environ: "os._Environ[str] | dict[str, str] | None" = None) -> "Settings":
+        env = os.environ if environ is None else environ
+        home = env.get("REVERIE_HOME")
+        if not home:
+            data = env.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+            home = os.path.join(data, "reverie")
+        return cls(home, env.get("REDIS_URL") or None)
+
+    def _path(self, *parts: str) -> str:
+        return os.path.join(self.home, *parts)
+
+    @property
+    def socket_path(self) -> str:
+        path = self._path("redis.sock")
+        if len(path) <= _MAX_SOCKET_PATH:
+            return path
+        import hashlib
+        import tempfile
+
+        digest = hashlib.blake2b(self.home.encode(), digest_size=6).hexdigest()
+        return os.path.join(tempfile.gettempdir(), f"reverie-{os.getuid()}-{digest}.sock")
+
+    @property
+    def spool_dir(self) -> str:
+        """Events a hook could not deliver, one file each, drained by the dispatcher."""
+        return self._path("spool")
+
+    @property
+    def dead_letter_dir(self) -> str:
+        """Input that could not become an event, one JSON record each, with the reason."""
+        return self._path("dead-letter")
+
+    @property
+    def event_log_dir(self) -> str:
+        """The durable event log: Parquet segments."""
+        return self._path("events")
+
+    @property
+    def redis_dir(self) -> str:
+        """The embedded server's working directory (its append-only file)."""
+        return self._path("redis")
+
+    @property
+    def run_dir(self) -> str:
+        """The detached stack's pid file and process logs."""
+        return self._path("run")

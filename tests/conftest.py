@@ -1,0 +1,110 @@
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from schemas.settings import Settings
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+FIXTURES = SHARED / "fixtures" / "claude-code"
+HOOK_PAYLOADS = FIXTURES / "hook-payloads"
+TRANSCRIPTS = FIXTURES / "transcripts"
+REVERIE = [sys.executable, "-m", "reverie"]
+BIN = Path(sys.executable).parent / "reverie"
+
+
+def fixture_payloads() -> list[tuple[str, dict[str, Any]]]:
+    """(file id, payload) for every captured hook payload, both CLI versions."""
+    found = []
+    for path in sorted(HOOK_PAYLOADS.glob("*/*.json")):
+        for i, payload in enumerate(json.loads(path.read_text())):
+            found.append((f"{path.parent.name}/{path.stem}[{i}]", payload))
+    return found
+
+
+def wait_for(condition: Callable[[], Any], timeout: float = 30.0, what: str = "condition") -> Any:
+    """Poll until `condition()` is truthy; its value. Fails the test after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def home() -> Iterator[str]:
+    """A fresh, short REVERIE_HOME (unix socket paths must stay short)."""
+    path = tempfile.mkdtemp(prefix="rv-")
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def env(home: str) -> dict[str, str]:
+    environ = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "CLAUDE_PROJECT_DIR")}
+    environ["REVERIE_HOME"] = home
+    return environ
+
+
+@pytest.fixture
+def settings(home: str) -> Settings:
+    return Settings(home)
+
+
+def run_hook(payload: bytes, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([str(BIN), "hook", *args], input=payload, env=env, capture_output=True, timeout=60)
+
+
+class Stack:
+    """`reverie up` as a real process tree: embedded server, dispatcher, RQ worker."""
+
+    def __init__(self, env: dict[str, str], settings: Settings) -> None:
+        self.env = env
+        self.settings = settings
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> "Stack":
+        from workers.status import stack_status
+
+        with open(os.path.join(self.settings.home, "up.log"), "ab") as log:
+            self.process = subprocess.Popen([str(BIN), "up"], env=self.env, stdout=log, stderr=log)
+        wait_for(
+            lambda: (s := stack_status(self.settings)).reachable and s.dispatchers and s.workers,
+            timeout=60,
+            what="the stack to come up",
+        )
+        return self
+
+    def stop(self) -> int:
+        assert self.process is not None
+        self.process.terminate()
+        return self.process.wait(60)
+
+    def archived(self) -> int:
+        from workers.status import stack_status
+
+        return stack_status(self.settings).archived
+
+    def query(self, sql: str) -> list[tuple[Any, ...]]:
+        from projections.sql import connect
+
+        return connect(self.settings.event_log_dir, self.settings.dead_letter_dir).execute(sql).fetchall()
+
+
+@pytest.fixture
+def stack(env: dict[str, str], settings: Settings) -> Iterator[Stack]:
+    running = Stack(env, settings).start()
+    yield running
+    if running.process and running.process.poll() is None:
+        running.stop()

@@ -1,0 +1,170 @@
+"""The dispatcher's rules against fakeredis: archive once, dead-letter the invalid, drain the spool."""
+
+import json
+import os
+import threading
+
+import fakeredis
+import pytest
+
+from ingest.envelope import encode_event
+from ingest.spool import spool_event, spooled
+from projections.event_log import EventLog
+from schemas.ids import new_event_id, utc_now_iso
+from schemas.settings import GROUP, STREAM, Settings
+from workers.dispatcher import Dispatcher, append_to_stream
+
+
+def event(prompt: str, event_id: str | None = None) -> tuple[str, bytes]:
+    event_id = event_id or new_event_id()
+    now = utc_now_iso()
+    data = encode_event(
+        "prompt.submitted", {"session_id": "s", "prompt": prompt}, event_id=event_id, ts=now, recorded_at=now,
+        project="p", source="test",
+    )  # fmt: skip
+    return event_id, data
+
+
+@pytest.fixture
+def client() -> fakeredis.FakeRedis:
+    return fakeredis.FakeRedis()
+
+
+@pytest.fixture
+def dispatcher(settings: Settings, client: fakeredis.FakeRedis) -> Dispatcher:
+    d = Dispatcher(settings, client, consumer="test", block_ms=10)
+    d.start()
+    return d
+
+
+def archived_ids(settings: Settings) -> list[str]:
+    import pyarrow.parquet as pq
+
+    return [
+        i for p in EventLog(settings.event_log_dir).segments() for i in pq.read_table(p)["id"].to_pylist()
+    ]
+
+
+def test_a_batch_becomes_one_segment_and_leaves_the_stream(
+    dispatcher: Dispatcher, client: fakeredis.FakeRedis, settings: Settings
+) -> None:
+    ids, datas = zip(*[event(f"p{i}") for i in range(50)], strict=True)
+    append_to_stream(client, datas)
+    assert dispatcher.archive(dispatcher.read(">")) == 50
+    assert sorted(archived_ids(settings)) == sorted(ids)
+    assert len(EventLog(settings.event_log_dir).segments()) == 1
+    assert client.xlen(STREAM) == 0
+    assert client.xpending(STREAM, GROUP)["pending"] == 0
+    assert len(client.lrange("rq:queue:reverie", 0, -1)) == 1  # one job for the batch, not fifty
+
+
+def test_an_event_delivered_twice_is_archived_once(
+    dispatcher: Dispatcher, client: fakeredis.FakeRedis, settings: Settings
+) -> None:
+    event_id, data = event("twice")
+    append_to_stream(client, [data, data])
+    dispatcher.archive(dispatcher.read(">"))
+    append_to_stream(client, [data])
+    dispatcher.archive(dispatcher.read(">"))
+    assert archived_ids(settings) == [event_id]
+    assert client.xlen(STREAM) == 0
+
+
+def test_a_restarted_dispatcher_knows_what_the_log_holds(
+    client: fakeredis.FakeRedis, settings: Settings
+) -> None:
+    event_id, data = event("once")
+    first = Dispatcher(settings, client, consumer="a", block_ms=10)
+    first.start()
+    append_to_stream(client, [data])
+    first.archive(first.read(">"))
+    second = Dispatcher(settings, client, consumer="a", block_ms=10)
+    second.start()
+    append_to_stream(client, [data])
+    assert second.archive(second.read(">")) == 0
+    assert archived_ids(settings) == [event_id]
+
+
+def test_entries_read_but_not_acknowledged_are_archived_after_a_restart(
+    client: fakeredis.FakeRedis, settings: Settings
+) -> None:
+    crashed = Dispatcher(settings, client, consumer="a", block_ms=10)
+    crashed.start()
+    ids, datas = zip(*[event(f"p{i}") for i in range(5)], strict=True)
+    append_to_stream(client, datas)
+    crashed.read(">")  # ... and dies before archiving
+    restarted = Dispatcher(settings, client, consumer="a", block_ms=10)
+    restarted.start()
+    restarted.recover_pending()
+    assert sorted(archived_ids(settings)) == sorted(ids)
+    assert client.xpending(STREAM, GROUP)["pending"] == 0
+
+
+def test_stale_entries_of_a_dead_consumer_are_claimed(
+    client: fakeredis.FakeRedis, settings: Settings
+) -> None:
+    dead = Dispatcher(settings, client, consumer="dead", block_ms=10)
+    dead.start()
+    ids, datas = zip(*[event(f"p{i}") for i in range(3)], strict=True)
+    append_to_stream(client, datas)
+    dead.read(">")
+    alive = Dispatcher(settings, client, consumer="alive", block_ms=10, claim_idle_ms=0)
+    alive.start()
+    alive.claim_stale()
+    assert sorted(archived_ids(settings)) == sorted(ids)
+
+
+def test_invalid_events_become_dead_letters_and_do_not_block_the_batch(
+    dispatcher: Dispatcher, client: fakeredis.FakeRedis, settings: Settings
+) -> None:
+    good_id, good = event("good")
+    client.xadd(STREAM, {"e": b"{not json"})
+    client.xadd(STREAM, {"e": json.dumps({"id": "x", "kind": "tool.used"}).encode()})
+    bad_types = json.loads(event("typed")[1])
+    bad_types["payload"]["prompt"] = 42
+    client.xadd(STREAM, {"e": json.dumps(bad_types).encode()})
+    client.xadd(STREAM, {"other": b"field"})
+    append_to_stream(client, [good])
+    assert dispatcher.archive(dispatcher.read(">")) == 1
+    assert archived_ids(settings) == [good_id]
+    letters = [
+        json.load(open(os.path.join(settings.dead_letter_dir, n)))
+        for n in os.listdir(settings.dead_letter_dir)
+    ]
+    assert len(letters) == 4
+    assert {letter["stage"] for letter in letters} == {"dispatcher"}
+    assert any("prompt" in letter["reason"] for letter in letters)
+    assert client.xlen(STREAM) == 0
+
+
+def test_the_spool_is_drained_into_the_stream_once(
+    dispatcher: Dispatcher, client: fakeredis.FakeRedis, settings: Settings
+) -> None:
+    ids = []
+    for i in range(7):
+        event_id, data = event(f"spooled {i}")
+        spool_event(settings.spool_dir, event_id, data)
+        ids.append(event_id)
+    dispatcher.drain_spool()
+    assert spooled(settings.spool_dir) == []
+    dispatcher.archive(dispatcher.read(">"))
+    assert sorted(archived_ids(settings)) == sorted(ids)
+
+
+def test_run_stops_when_asked(
+    dispatcher: Dispatcher, client: fakeredis.FakeRedis, settings: Settings
+) -> None:
+    stop = threading.Event()
+    _, data = event("x")
+    append_to_stream(client, [data])
+    thread = threading.Thread(target=dispatcher.run, args=(stop,))
+    thread.start()
+    try:
+        from tests.conftest import wait_for
+
+        wait_for(lambda: archived_ids(settings), timeout=10, what="the event to be archived")
+        assert client.get("reverie:dispatcher:test") is not None  # heartbeat
+    finally:
+        stop.set()
+        thread.join(10)
+    assert not thread.is_alive()

@@ -1,0 +1,42 @@
+"""The process layout is described once in code; the Procfile and docker-compose.yml say the same."""
+
+import pathlib
+import tomllib
+
+import yaml
+
+from schemas.settings import Settings
+from workers.supervisor import process_layout
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def procfile() -> dict[str, str]:
+    lines = (ROOT / "Procfile").read_text().splitlines()
+    return dict(line.split(": ", 1) for line in lines if line.strip())
+
+
+def test_the_procfile_is_what_reverie_up_starts() -> None:
+    layout = process_layout(Settings("/tmp/x"))
+    assert procfile() == {p.name: "reverie " + " ".join(p.command) for p in layout}
+
+
+def test_with_a_shared_redis_there_is_no_embedded_server() -> None:
+    layout = process_layout(Settings("/tmp/x", "redis://db:6379/0"), workers=3)
+    assert [p.name for p in layout] == ["dispatcher", "worker.1", "worker.2", "worker.3"]
+
+
+def test_compose_runs_the_procfile_processes_against_a_redis_service() -> None:
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    services = compose["services"]
+    assert "redis" in services
+    expected = {name: command for name, command in procfile().items() if name != "server"}
+    assert {name: " ".join(s["command"]) for name, s in services.items() if name != "redis"} == expected
+    for name in expected:
+        assert services[name]["environment"]["REDIS_URL"].startswith("redis://redis:")
+
+
+def test_the_console_script_is_declared() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["scripts"] == {"reverie": "reverie.cli:main"}
+    assert project["requires-python"] == ">=3.11"

@@ -1,0 +1,93 @@
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ingest.redact import redact, redact_text
+
+SECRETS = {
+    "anthropic": "sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz012345",
+    "openai": "sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123",
+    "github": "ghp_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
+    "github-pat": "github_pat_11ABCDEFG0123456789_abcdefghijklmnop",
+    "gitlab": "glpat-AbCdEfGhIjKlMnOpQrSt",
+    "slack": "xoxb-123456789012-abcdefghijkl",
+    "aws": "AKIAIOSFODNN7EXAMPLE",
+    "google": "AIzaSyA-1234567890abcdefghijklmnopqrstu",
+    "stripe": "sk_live_51AbCdEfGhIjKlMnOp",
+    "jwt": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+}
+
+
+@pytest.mark.parametrize("name", sorted(SECRETS))
+def test_known_key_formats_are_redacted(name: str) -> None:
+    secret = SECRETS[name]
+    text = f"before {secret} after"
+    redacted = redact_text(text)
+    assert secret not in redacted
+    assert redacted.startswith("before [REDACTED:") and redacted.endswith(" after")
+
+
+@pytest.mark.parametrize(
+    ("text", "secret", "kept"),
+    [
+        ('curl -H "Authorization: Bearer abc.def.ghijklmnop"', "abc.def.ghijklmnop", "Bearer "),
+        ("Authorization: Basic dXNlcjpwYXNzd29yZA==", "dXNlcjpwYXNzd29yZA==", "Basic "),
+        ("postgres://bob:hunter22@db.example.com/app", "hunter22", "postgres://bob:"),
+        ("export DB_PASSWORD=hunter22", "hunter22", "export DB_PASSWORD="),
+        ('const apiKey = "abc123xyz";', "abc123xyz", "const apiKey = "),
+        ("MY_SECRET_KEY: 'p4ss w0rd'", "p4ss w0rd", "MY_SECRET_KEY: "),
+        ('{"client_secret": "zzzzyyyy"}', "zzzzyyyy", '{"client_secret": '),
+        ("GITHUB_TOKEN=foo-bar-baz", "foo-bar-baz", "GITHUB_TOKEN="),
+    ],
+)
+def test_secrets_in_headers_urls_and_assignments_keep_their_context(
+    text: str, secret: str, kept: str
+) -> None:
+    redacted = redact_text(text)
+    assert secret not in redacted
+    assert kept in redacted
+
+
+def test_private_keys_are_redacted_whole() -> None:
+    key = (
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\nAAAA\n"
+        "-----END OPENSSH PRIVATE KEY-----"
+    )
+    redacted = redact_text(f"key:\n{key}\ndone")
+    assert "b3BlbnNzaC1rZXktdjEAAAAA" not in redacted
+    assert redacted == "key:\n[REDACTED:private-key]\ndone"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "max_tokens: 4096",
+        "the tokenizer splits words",
+        "author: bob",
+        "https://example.com/path?x=1",
+        "git clone https://github.com/owner/repo",
+        "PWD=/home/me",
+        "task-sk-notakey",
+        "password: ***",
+    ],
+)
+def test_ordinary_text_is_left_alone(text: str) -> None:
+    assert redact_text(text) == text
+
+
+def test_values_under_secret_keys_are_redacted_at_any_depth() -> None:
+    value = {"env": {"PASSWORD": "short", "count": 3}, "list": [{"api_key": "k"}], "name": "x"}
+    assert redact(value) == {
+        "env": {"PASSWORD": "[REDACTED:secret-field]", "count": 3},
+        "list": [{"api_key": "[REDACTED:secret-field]"}],
+        "name": "x",
+    }
+
+
+@given(
+    st.text(alphabet=st.characters(codec="utf-8"), max_size=200),
+    st.sampled_from(sorted(SECRETS.values())),
+    st.text(alphabet=st.characters(codec="utf-8"), max_size=200),
+)
+def test_a_secret_never_survives_whatever_surrounds_it(before: str, secret: str, after: str) -> None:
+    assert secret not in redact_text(f"{before} {secret} {after}")

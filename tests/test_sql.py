@@ -1,0 +1,50 @@
+import csv
+import io
+import json
+import subprocess
+
+from ingest.dead_letters import write_dead_letter
+from projections.event_log import EventLog
+from projections.sql import connect, query
+from schemas.events import decode_event
+from schemas.settings import Settings
+from tests.conftest import BIN
+from tests.test_dispatcher import event
+
+
+def test_the_views_exist_on_an_empty_home(settings: Settings) -> None:
+    db = connect(settings.event_log_dir, settings.dead_letter_dir)
+    assert query(db, "select count(*) from events").rows == [(0,)]
+    assert query(db, "select count(*) from dead_letters").rows == [(0,)]
+    assert "payload" in query(db, "select * from events").columns
+
+
+def test_events_and_their_payload_json_are_queryable(settings: Settings) -> None:
+    log = EventLog(settings.event_log_dir)
+    log.append([decode_event(event(f"prompt {i}")[1]) for i in range(3)])
+    log.append([decode_event(event("later")[1])])
+    write_dead_letter(settings.dead_letter_dir, "hook", "not JSON", b"garbage")
+    db = connect(settings.event_log_dir, settings.dead_letter_dir)
+    rows = query(db, "select payload->>'prompt' from events").rows
+    assert sorted(r[0] for r in rows) == ["later", "prompt 0", "prompt 1", "prompt 2"]
+    assert query(db, "select stage, reason, head from dead_letters").rows == [("hook", "not JSON", "garbage")]
+
+
+def test_the_command_prints_json_csv_and_clear_errors(settings: Settings, env: dict[str, str]) -> None:
+    EventLog(settings.event_log_dir).append([decode_event(event("hello")[1])])
+    sql = "select kind, payload->>'prompt' as prompt from events"
+    as_json = subprocess.run(
+        [str(BIN), "sql", sql, "--json"], env=env, capture_output=True, text=True, check=True
+    )
+    assert [json.loads(line) for line in as_json.stdout.splitlines()] == [
+        {"kind": "prompt.submitted", "prompt": "hello"}
+    ]
+    as_csv = subprocess.run(
+        [str(BIN), "sql", sql, "--csv"], env=env, capture_output=True, text=True, check=True
+    )
+    assert list(csv.reader(io.StringIO(as_csv.stdout))) == [["kind", "prompt"], ["prompt.submitted", "hello"]]
+    bad = subprocess.run(
+        [str(BIN), "sql", "select nope from events"], env=env, capture_output=True, text=True
+    )
+    assert bad.returncode == 1
+    assert "nope" in bad.stderr and "Traceback" not in bad.stderr

@@ -1,0 +1,1 @@
+"""Long-running processes: the embedded server, the dispatcher, the RQ workers, the supervisor."""

@@ -1,0 +1,170 @@
+"""The dispatcher: from the stream into the durable event log, in batches; nothing lost, nothing twice.
+
+Each round it drains the spool into the stream, reads a batch through the consumer group,
+validates every event (what does not validate becomes a dead letter), appends the new ones
+to the log as one segment, and only then acknowledges and deletes the entries and enqueues
+one RQ job for the batch. Killed at any instant, it starts again from the entries still
+pending: those already in the log are recognised by event id and only acknowledged.
+"""
+
+import os
+import socket
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import msgspec
+import redis
+import structlog
+from rq import Queue
+
+from ingest.dead_letters import write_dead_letter
+from ingest.spool import drain
+from projections.event_log import EventLog
+from schemas.events import Event, InvalidEvent, decode_event
+from schemas.ids import derived_event_id
+from schemas.settings import GROUP, QUEUE, STREAM, Settings
+from workers import jobs
+
+log = structlog.get_logger("reverie.dispatcher")
+
+Entry = tuple[bytes, dict[bytes, bytes] | None]
+HEARTBEAT_PREFIX = "reverie:dispatcher:"
+
+
+class Heartbeat(msgspec.Struct, frozen=True):
+    consumer: str
+    pid: int
+    host: str
+    archived: int
+    at: float
+
+
+def ensure_group(client: "redis.Redis") -> None:
+    try:
+        client.xgroup_create(STREAM, GROUP, id="0", mkstream=True)
+    except redis.ResponseError as e:
+        if "BUSYGROUP" not in str(e):
+            raise
+
+
+def append_to_stream(client: "redis.Redis", payloads: Sequence[bytes]) -> None:
+    pipe = client.pipeline(transaction=False)
+    for data in payloads:
+        pipe.xadd(STREAM, {"e": data})
+    pipe.execute()
+
+
+class Dispatcher:
+    def __init__(
+        self,
+        settings: Settings,
+        client: "redis.Redis",
+        consumer: str | None = None,
+        batch_size: int = 5000,
+        block_ms: int = 500,
+        claim_idle_ms: int = 60_000,
+    ) -> None:
+        self.settings = settings
+        self.redis = client
+        self.consumer = consumer or socket.gethostname()
+        self.batch_size = batch_size
+        self.block_ms = block_ms
+        self.claim_idle_ms = claim_idle_ms
+        self.event_log = EventLog(settings.event_log_dir)
+        self.queue = Queue(QUEUE, connection=client)
+        self.archived: set[str] = set()
+        self.archived_count = 0
+
+    def start(self) -> None:
+        """Create the group if needed, clear interrupted writes, learn what the log holds."""
+        ensure_group(self.redis)
+        if removed := self.event_log.recover():
+            log.warning("segment.interrupted_write_removed", count=removed)
+        self.archived = self.event_log.archived_ids()
+        log.info("dispatcher.started", consumer=self.consumer, archived=len(self.archived))
+
+    def run(self, stop: threading.Event) -> None:
+        self.start()
+        self.recover_pending()
+        next_upkeep = 0.0
+        while not stop.is_set():
+            if time.monotonic() >= next_upkeep:
+                self.claim_stale()
+                self.beat()
+                next_upkeep = time.monotonic() + 5
+            self.drain_spool()
+            self.archive(self.read(">", self.block_ms))
+        log.info("dispatcher.stopped", archived=self.archived_count)
+
+    def read(self, start: str, block_ms: int | None = None) -> list[Entry]:
+        reply: Any = self.redis.xreadgroup(
+            GROUP, self.consumer, {STREAM: start}, count=self.batch_size, block=block_ms
+        )
+        return list(reply[0][1]) if reply else []
+
+    def recover_pending(self) -> None:
+        """Archive what this consumer had read but not acknowledged when it last stopped."""
+        while entries := self.read("0"):
+            self.archive(entries)
+
+    def claim_stale(self) -> None:
+        """Take over entries another consumer read and left unacknowledged for too long."""
+        start = "0-0"
+        while True:
+            reply: Any = self.redis.xautoclaim(
+                STREAM, GROUP, self.consumer, self.claim_idle_ms, start_id=start, count=self.batch_size
+            )
+            start, entries = reply[0], reply[1]
+            if entries:
+                log.warning("pending.claimed", count=len(entries))
+                self.archive(entries)
+            if start in (b"0-0", "0-0"):
+                return
+
+    def drain_spool(self) -> None:
+        if count := drain(self.settings.spool_dir, lambda batch: append_to_stream(self.redis, batch)):
+            log.info("spool.drained", events=count)
+
+    def _decode(self, entry_id: bytes, fields: dict[bytes, bytes] | None) -> Event | None:
+        if fields is None:  # deleted from the stream after it was read: archived already
+            return None
+        data = fields.get(b"e", b"")
+        try:
+            return decode_event(data)
+        except InvalidEvent as e:
+            entry = entry_id.decode()
+            letter = derived_event_id(int(entry.partition("-")[0]), STREAM, entry)
+            write_dead_letter(self.settings.dead_letter_dir, "dispatcher", str(e), data, letter_id=letter)
+            log.warning("event.dead_lettered", entry=entry_id.decode(), reason=str(e))
+            return None
+
+    def archive(self, entries: list[Entry]) -> int:
+        """Append the new events among `entries` to the log, then acknowledge them all."""
+        if not entries:
+            return 0
+        fresh: dict[str, Event] = {}
+        for entry_id, fields in entries:
+            event = self._decode(entry_id, fields)
+            if event is not None and event.id not in self.archived:
+                fresh[event.id] = event
+        if fresh:
+            path = self.event_log.append(list(fresh.values()))
+            self.archived.update(fresh)
+            self.archived_count += len(fresh)
+        ids = [entry_id for entry_id, _ in entries]
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.xack(STREAM, GROUP, *ids)
+        pipe.xdel(STREAM, *ids)
+        pipe.execute()
+        if fresh:
+            self.queue.enqueue(jobs.segment_archived, path, len(fresh))
+            log.info(
+                "batch.archived", events=len(fresh), entries=len(entries), segment=os.path.basename(path)
+            )
+        return len(fresh)
+
+    def beat(self) -> None:
+        beat = Heartbeat(self.consumer, os.getpid(), socket.gethostname(), self.archived_count, time.time())
+        self.redis.set(HEARTBEAT_PREFIX + self.consumer, msgspec.json.encode(beat), ex=15)

@@ -1,0 +1,83 @@
+"""What `reverie status` reports: the stream, the spool, the log and who is alive."""
+
+from typing import Any
+
+import msgspec
+import pyarrow.parquet as pq
+import redis
+from rq import Worker
+
+from ingest.dead_letters import count_dead_letters
+from ingest.spool import spooled
+from projections.event_log import EventLog
+from schemas.settings import GROUP, STREAM, Settings
+from workers.dispatcher import HEARTBEAT_PREFIX, Heartbeat
+from workers.redis_client import connect
+from workers.supervisor import running_pid
+
+
+class WorkerState(msgspec.Struct, frozen=True):
+    name: str
+    state: str
+    last_heartbeat: str | None
+
+
+class StackStatus(msgspec.Struct, frozen=True, kw_only=True):
+    redis_url: str
+    reachable: bool
+    stack_pid: int | None
+    stream_length: int | None = None
+    pending: int | None = None
+    lag: int | None = None
+    spooled: int
+    dead_letters: int
+    segments: int
+    archived: int
+    dispatchers: list[Heartbeat] = []
+    workers: list[WorkerState] = []
+
+
+def _group_info(client: "redis.Redis") -> dict[str, Any]:
+    for group in client.xinfo_groups(STREAM):
+        name = group["name"]
+        if (name.decode() if isinstance(name, bytes) else name) == GROUP:
+            return dict(group)
+    return {}
+
+
+def stack_status(settings: Settings) -> StackStatus:
+    event_log = EventLog(settings.event_log_dir)
+    segments = event_log.segments()
+    local = {
+        "redis_url": settings.redis_url,
+        "stack_pid": running_pid(settings),
+        "spooled": len(spooled(settings.spool_dir)),
+        "dead_letters": count_dead_letters(settings.dead_letter_dir),
+        "segments": len(segments),
+        "archived": sum(pq.read_metadata(p).num_rows for p in segments),
+    }
+    client = connect(settings, timeout=1.0)
+    try:
+        length = client.xlen(STREAM)
+        group = _group_info(client) if length or client.exists(STREAM) else {}
+        beat_keys = list(client.scan_iter(HEARTBEAT_PREFIX + "*"))
+        beats = (
+            [msgspec.json.decode(v, type=Heartbeat) for v in client.mget(beat_keys) if v] if beat_keys else []
+        )
+        workers = [
+            WorkerState(
+                w.name, str(w.get_state()), w.last_heartbeat.isoformat() if w.last_heartbeat else None
+            )
+            for w in Worker.all(connection=client)
+        ]
+    except (redis.RedisError, OSError):
+        return StackStatus(reachable=False, **local)
+    return StackStatus(
+        reachable=True,
+        stream_length=length,
+        pending=group.get("pending"),
+        lag=group.get("lag"),
+        dispatchers=beats,
+        workers=workers,
+        **local,
+    )
