@@ -26,8 +26,12 @@ def _json(envelope: dict[str, Any]) -> bytes:
         text = json.dumps(envelope, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     except ValueError as e:
         raise Rejected(f"cannot encode as JSON: {e}") from None
-    # A lone surrogate (legal in JSON escapes, not in UTF-8) becomes U+FFFD rather than an error.
-    return text.encode("utf-8", "replace")
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        # Lone surrogates are legal in JSON escapes (real Windows payloads carry them) but not in
+        # UTF-8, nor for msgspec: each becomes U+FFFD.
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace").encode("utf-8")
 
 
 def encode_event(

@@ -97,3 +97,11 @@ def test_python_built_events_match_the_hook_wire_format() -> None:
     again = events.decode_event(events.encode_event(built))
     assert again == built
     assert events.payload_of(again) == events.MemoryRemembered(text="use uv, not pip", tags=["tooling"])
+
+
+def test_lone_surrogates_from_real_windows_payloads_become_replacement_characters() -> None:
+    raw = b'{"tool_name": "Bash", "tool_input": {"command": "\\u00e2\\u2022\\udc90 box"}}'
+    payload = json.loads(raw)
+    typed = events.payload_of(events.decode_event(wire(kinds.TOOL_REQUESTED, payload)))
+    assert isinstance(typed, events.ToolRequested)
+    assert typed.tool_input == {"command": "\u00e2\u2022\ufffd box"}

@@ -1,0 +1,276 @@
+"""The whole backbone with real parts: the embedded server, `reverie up`, hook processes, the log."""
+
+import json
+import os
+import random
+import signal
+import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from rq import Queue
+
+from ingest.redact import redact
+from ingest.truncate import truncate_strings
+from schemas.kinds import HOOK_KINDS
+from schemas.settings import QUEUE, STREAM, Settings
+from tests.conftest import BIN, TRANSCRIPTS, Stack, fixture_payloads, run_hook, wait_for
+
+pytestmark = pytest.mark.integration
+
+
+def prompt(marker: str, session: str = "s-int") -> bytes:
+    return json.dumps(
+        {"session_id": session, "hook_event_name": "UserPromptSubmit", "prompt": marker, "cwd": "/tmp"}
+    ).encode()
+
+
+def canonical(value: Any) -> str:
+    """Comparable JSON, lone surrogates replaced as the hook replaces them."""
+    text = json.dumps(value, sort_keys=True, ensure_ascii=False)
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def server_pid(settings: Settings) -> int:
+    """The pid of the embedded server serving `settings` (its title names its socket)."""
+    title = f"valkey-server unixsocket:{settings.socket_path}".encode()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if (entry / "cmdline").read_bytes().rstrip(b"\0 ").endswith(title):
+                    return int(entry.name)
+            except OSError:
+                continue
+    raise AssertionError("no embedded server running")
+
+
+def test_every_fixture_payload_is_archived_with_its_fields(stack: Stack, env: dict[str, str]) -> None:
+    payloads = fixture_payloads()
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda p: run_hook(json.dumps(p[1]).encode(), env), payloads))
+    assert all(r.returncode == 0 and r.stdout == b"" for r in results)
+    wait_for(lambda: stack.archived() == len(payloads), what=f"{len(payloads)} archived events")
+    stored = stack.query("select kind, session_id, agent, source, payload::varchar from events")
+    expected = sorted(
+        (HOOK_KINDS[p["hook_event_name"]], p["session_id"], p.get("agent_id", "main"), "claude-code",
+         canonical(truncate_strings(redact(p))))
+        for _, p in payloads
+    )  # fmt: skip
+    got = sorted(
+        (kind, sid, agent, source, canonical(json.loads(body))) for kind, sid, agent, source, body in stored
+    )
+    assert got == expected
+    assert stack.query("select count(*) from dead_letters") == [(0,)]
+
+
+def test_eight_concurrent_hook_processes_lose_nothing(stack: Stack, env: dict[str, str]) -> None:
+    def hook_a_hundred(writer: int) -> list[int]:
+        return [run_hook(prompt(f"w{writer}-e{i}"), env).returncode for i in range(100)]
+
+    with ThreadPoolExecutor(8) as pool:
+        codes = [c for batch in pool.map(hook_a_hundred, range(8)) for c in batch]
+    assert codes == [0] * 800
+    wait_for(lambda: stack.archived() == 800, timeout=60, what="800 archived events")
+    [(count, distinct_ids, distinct_prompts)] = stack.query(
+        "select count(*), count(distinct id), count(distinct payload->>'prompt') from events"
+    )
+    assert count == distinct_ids == distinct_prompts == 800
+
+
+def test_with_redis_down_hooks_spool_and_everything_arrives_once(
+    env: dict[str, str], settings: Settings
+) -> None:
+    for i in range(30):
+        result = run_hook(prompt(f"offline-{i}"), env)
+        assert (result.returncode, result.stdout) == (0, b"")
+    assert len(os.listdir(settings.spool_dir)) == 30
+    stack = Stack(env, settings).start()
+    try:
+        wait_for(lambda: stack.archived() == 30, what="the spool to be delivered")
+        assert os.listdir(settings.spool_dir) == []
+        [(count, distinct)] = stack.query("select count(*), count(distinct payload->>'prompt') from events")
+        assert count == distinct == 30
+    finally:
+        stack.stop()
+
+
+def test_a_frozen_server_makes_hooks_spool_and_nothing_is_doubled(stack: Stack, env: dict[str, str]) -> None:
+    pid = server_pid(stack.settings)
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        started = time.monotonic()
+        results = [run_hook(prompt(f"frozen-{i}"), env) for i in range(10)]
+        elapsed = time.monotonic() - started
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert all((r.returncode, r.stdout) == (0, b"") for r in results)
+    assert elapsed < 10 * 2  # each hook gave up on the frozen server within its deadline
+    # The commands the frozen server had queued are applied when it wakes, and the spool is
+    # drained too: every event reaches the stream twice, and the log must keep each once.
+    from workers.status import stack_status
+
+    def settled() -> bool:
+        state = stack_status(stack.settings)
+        return state.spooled == 0 and state.stream_length == 0 and state.pending == 0 and state.archived >= 10
+
+    wait_for(settled, what="the spool and the stream to be archived")
+    [(count, distinct)] = stack.query("select count(*), count(distinct payload->>'prompt') from events")
+    assert count == distinct == 10
+    history = b"".join(p.read_bytes() for p in Path(stack.settings.redis_dir).rglob("*.aof"))
+    assert history.count(b"frozen-3") == 2  # it was delivered twice indeed
+
+
+def test_the_dispatcher_killed_at_any_moment_loses_nothing_and_doubles_nothing(
+    env: dict[str, str], settings: Settings
+) -> None:
+    server = subprocess.Popen([str(BIN), "server"], env=env)
+    try:
+        wait_for(lambda: os.path.exists(settings.socket_path), what="the server socket")
+        client = redis.Redis.from_url(settings.redis_url)
+        wait_for(lambda: client.ping(), what="the server")
+        sent = _fill_stream(client, 30_000)
+        rng = random.Random(7)
+        for _ in range(6):
+            dispatcher = subprocess.Popen([str(BIN), "dispatch"], env=env, stderr=subprocess.DEVNULL)
+            time.sleep(rng.uniform(0.8, 2.5))  # import time, then somewhere inside a batch
+            dispatcher.send_signal(signal.SIGKILL)
+            dispatcher.wait()
+        dispatcher = subprocess.Popen([str(BIN), "dispatch"], env=env, stderr=subprocess.DEVNULL)
+        try:
+            wait_for(lambda: client.xlen(STREAM) == 0, timeout=120, what="the stream to be archived")
+        finally:
+            dispatcher.terminate()
+            dispatcher.wait(30)
+    finally:
+        server.terminate()
+        server.wait(30)
+    stack = Stack(env, settings)
+    [(count, distinct)] = stack.query("select count(*), count(distinct id) from events")
+    assert count == distinct == 30_000
+    assert {row[0] for row in stack.query("select id from events")} == sent
+
+
+def _fill_stream(client: "redis.Redis[bytes]", n: int) -> set[str]:
+    from ingest.envelope import encode_event
+    from schemas.ids import new_event_id, utc_now_iso
+    from workers.dispatcher import append_to_stream
+
+    ids, batch = set(), []
+    for i in range(n):
+        event_id, now = new_event_id(), utc_now_iso()
+        ids.add(event_id)
+        batch.append(
+            encode_event(
+                "prompt.submitted",
+                {"session_id": "k", "prompt": f"p{i}"},
+                event_id=event_id,
+                ts=now,
+                recorded_at=now,
+                project="p",
+                source="test",
+            )  # fmt: skip
+        )
+    for start in range(0, n, 1000):
+        append_to_stream(client, batch[start : start + 1000])
+    return ids
+
+
+def test_secrets_never_reach_the_stream_or_the_log(stack: Stack, env: dict[str, str]) -> None:
+    secrets = ["sk-ant-api03-SECRETSECRETSECRET0001", "hunter2hunter2", "ghp_SECRETSECRETSECRETSECRET0002"]
+    payload: dict[str, Any] = {
+        "session_id": "s",
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": f"curl -u me postgres://me:{secrets[1]}@db/x -H 'x-api-key: {secrets[0]}'"},
+        "tool_response": {"stdout": f"GITHUB_TOKEN={secrets[2]}", "stderr": ""},
+    }
+    assert run_hook(json.dumps(payload).encode(), env).returncode == 0
+    run_hook(f"broken {secrets[0]} {{".encode(), env)
+    wait_for(lambda: stack.archived() == 1, what="the event")
+    client = redis.Redis.from_url(stack.settings.redis_url)
+    client.execute_command("BGREWRITEAOF")  # nothing in the server's own history either
+    for path in Path(stack.settings.home).rglob("*"):
+        if path.is_file() and not path.is_socket():
+            data = path.read_bytes()
+            assert not [s for s in secrets if s.encode() in data], path
+
+
+def test_fifty_megabytes_of_input_never_fail_the_hook(stack: Stack, env: dict[str, str]) -> None:
+    huge = {"session_id": "s", "hook_event_name": "PostToolUse", "tool_name": "Read",
+            "tool_response": {"content": "z" * 50_000_000}}  # fmt: skip
+    result = run_hook(json.dumps(huge).encode(), env)
+    assert (result.returncode, result.stdout) == (0, b"")
+    garbage = run_hook(os.urandom(50_000_000), env)
+    assert (garbage.returncode, garbage.stdout) == (0, b"")
+    wait_for(lambda: stack.archived() == 1, what="the truncated event")
+    [(size, marker)] = stack.query(
+        "select length(payload->>'$.tool_response.content'), "
+        "contains(payload->>'$.tool_response.content', 'reverie: truncated') from events"
+    )
+    assert marker and size < 100_000
+    assert stack.query("select size from dead_letters") == [(50_000_000,)]
+
+
+def test_import_is_idempotent_and_reports_what_it_did(stack: Stack, env: dict[str, str]) -> None:
+    first = subprocess.run([str(BIN), "import", str(TRANSCRIPTS)], env=env, capture_output=True, text=True)
+    assert first.returncode == 0, first.stderr
+    [(count,)] = stack.query("select count(*) from events")
+    assert f"{count} new" in first.stdout
+    assert "tool.used" in first.stdout  # the summary table
+    second = subprocess.run([str(BIN), "import", str(TRANSCRIPTS)], env=env, capture_output=True, text=True)
+    assert second.returncode == 0, second.stderr
+    assert "0 new" in second.stdout
+    assert stack.query("select count(*), count(distinct id) from events") == [(count, count)]
+    finished = Queue(QUEUE, connection=redis.Redis.from_url(stack.settings.redis_url)).finished_job_registry
+    wait_for(lambda: finished.count > 0, what="the worker to run the batch jobs")
+
+
+def test_import_without_a_stack_says_how_to_start_one(env: dict[str, str]) -> None:
+    result = subprocess.run([str(BIN), "import", str(TRANSCRIPTS)], env=env, capture_output=True, text=True)
+    assert result.returncode == 1
+    assert "reverie up --detach" in result.stderr and "Traceback" not in result.stderr
+    missing = subprocess.run([str(BIN), "import", "/no/such/dir"], env=env, capture_output=True, text=True)
+    assert missing.returncode == 1 and "no such file or folder" in missing.stderr
+
+
+def test_up_detached_status_and_down(env: dict[str, str], settings: Settings) -> None:
+    up = subprocess.run([str(BIN), "up", "--detach"], env=env, capture_output=True, text=True, timeout=120)
+    assert up.returncode == 0, up.stderr
+    try:
+        status = subprocess.run([str(BIN), "status", "--json"], env=env, capture_output=True, text=True)
+        state = json.loads(status.stdout)
+        assert state["reachable"] and state["stack_pid"] and state["dispatchers"] and state["workers"]
+        assert state["stream_length"] == 0 and state["spooled"] == 0
+        again = subprocess.run([str(BIN), "up", "--detach"], env=env, capture_output=True, text=True)
+        assert again.returncode == 0 and "already running" in again.stdout
+        server = server_pid(settings)
+    finally:
+        down = subprocess.run([str(BIN), "down"], env=env, capture_output=True, text=True, timeout=120)
+    assert down.returncode == 0 and "stopped" in down.stdout
+    assert not os.path.exists(os.path.join(settings.run_dir, "reverie.pid"))
+    assert not Path(f"/proc/{server}").exists()
+    down_status = subprocess.run([str(BIN), "status", "--json"], env=env, capture_output=True, text=True)
+    assert down_status.returncode == 1 and json.loads(down_status.stdout)["reachable"] is False
+
+
+def test_sigterm_stops_the_stack_and_all_its_processes(stack: Stack) -> None:
+    server = server_pid(stack.settings)
+    assert stack.stop() == 0
+    assert not Path(f"/proc/{server}").exists()
+    assert not os.path.exists(os.path.join(stack.settings.run_dir, "reverie.pid"))
+
+
+def test_the_stack_restarts_a_process_that_dies(stack: Stack) -> None:
+    from workers.status import stack_status
+
+    [before] = stack_status(stack.settings).dispatchers
+    os.kill(before.pid, signal.SIGKILL)
+    wait_for(
+        lambda: [d for d in stack_status(stack.settings).dispatchers if d.pid != before.pid],
+        timeout=30,
+        what="a new dispatcher",
+    )
