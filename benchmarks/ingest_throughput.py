@@ -75,7 +75,7 @@ def main() -> None:
                 recorded_at=now,  # type: ignore[index]
                 project="bench",
                 source=SOURCE_CLAUDE_CODE,
-            )  # fmt: skip
+            )
             for p in (payloads[i % len(payloads)] for i in range(args.events))
         ]
         for start in range(0, len(events), 2000):

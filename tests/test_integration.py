@@ -172,7 +172,7 @@ def _fill_stream(client: "redis.Redis[bytes]", n: int) -> set[str]:
                 recorded_at=now,
                 project="p",
                 source="test",
-            )  # fmt: skip
+            )
         )
     for start in range(0, n, 1000):
         append_to_stream(client, batch[start : start + 1000])
