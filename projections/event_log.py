@@ -6,14 +6,17 @@ next start. The log never holds an event id twice: the archiver asks `archived_i
 appending. DuckDB reads the segments directly (see `projections.sql`).
 """
 
+import contextlib
 import glob
 import os
+import time
 
+import msgspec
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from schemas.events import Event
-from schemas.files import sync_directory
+from schemas.files import sync_directory, write_durably
 from schemas.ids import new_event_id
 
 SCHEMA = pa.schema(
@@ -32,6 +35,14 @@ SCHEMA = pa.schema(
     ]
 )
 SEGMENT_GLOB = "seg-*.parquet"
+COMPACTION_INTENT = "compaction.json"
+
+
+class Compaction(msgspec.Struct, frozen=True):
+    """A merge of small segments into one, written down before it starts."""
+
+    target: str
+    sources: list[str]
 
 
 class EventLog:
@@ -42,10 +53,18 @@ class EventLog:
         return sorted(glob.glob(os.path.join(self.directory, SEGMENT_GLOB)))
 
     def recover(self) -> int:
-        """Remove the temp files of writes that a crash interrupted; how many."""
+        """Finish or forget what a crash interrupted: temp files, a half-done compaction; how many."""
         leftovers = glob.glob(os.path.join(self.directory, ".seg-*.tmp"))
         for path in leftovers:
             os.unlink(path)
+        intent = os.path.join(self.directory, COMPACTION_INTENT)
+        if os.path.exists(intent):
+            with open(intent, "rb") as f:
+                plan = msgspec.json.decode(f.read(), type=Compaction)
+            if os.path.exists(os.path.join(self.directory, plan.target)):
+                self._remove(plan.sources)  # the merged segment holds them all
+            os.unlink(intent)
+            leftovers.append(intent)
         return len(leftovers)
 
     def archived_ids(self) -> set[str]:
@@ -56,9 +75,41 @@ class EventLog:
 
     def append(self, events: list[Event]) -> str:
         """Write one segment holding `events` (sorted by id); its path."""
+        return self._write(to_table(sorted(events, key=lambda e: e.id)), _segment_name())
+
+    def compact(self, small_rows: int = 10_000, at_least: int = 16, min_age_s: float = 60) -> str | None:
+        """Merge the small segments into one, once there are `at_least` of them; its path.
+
+        Quiet sessions archive a few events per batch, and a log of thousands of tiny files
+        is slow to read. Segments younger than `min_age_s` are left for the jobs that check
+        them. A crash mid-way is finished or forgotten by `recover`: the plan is written
+        first, the merged segment second, and only then are the small ones removed.
+        """
+        old = time.time() - min_age_s
+        small = [
+            p
+            for p in self.segments()
+            if os.path.getmtime(p) <= old and pq.read_metadata(p).num_rows < small_rows
+        ]
+        if len(small) < at_least:
+            return None
+        table = pa.concat_tables([pq.read_table(p, schema=SCHEMA) for p in small]).sort_by("id")
+        plan = Compaction(target=_segment_name(), sources=[os.path.basename(p) for p in small])
+        intent = write_durably(self.directory, COMPACTION_INTENT, msgspec.json.encode(plan))
+        merged = self._write(table, plan.target)
+        self._remove(plan.sources)
+        os.unlink(intent)
+        sync_directory(self.directory)
+        return merged
+
+    def _remove(self, names: list[str]) -> None:
+        for name in names:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(os.path.join(self.directory, name))
+        sync_directory(self.directory)
+
+    def _write(self, table: pa.Table, name: str) -> str:
         os.makedirs(self.directory, mode=0o700, exist_ok=True)
-        table = to_table(sorted(events, key=lambda e: e.id))
-        name = f"seg-{new_event_id()}.parquet"
         temp = os.path.join(self.directory, f".{name}.tmp")
         final = os.path.join(self.directory, name)
         with open(temp, "wb") as f:
@@ -68,6 +119,10 @@ class EventLog:
         os.replace(temp, final)
         sync_directory(self.directory)
         return final
+
+
+def _segment_name() -> str:
+    return f"seg-{new_event_id()}.parquet"
 
 
 def to_table(events: list[Event]) -> pa.Table:

@@ -21,6 +21,11 @@ REVERIE = [sys.executable, "-m", "reverie"]
 BIN = Path(sys.executable).parent / "reverie"
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    if not HOOK_PAYLOADS.is_dir() or not TRANSCRIPTS.is_dir():
+        raise pytest.UsageError(f"the shared fixtures are missing: expected them at {FIXTURES} (../shared)")
+
+
 def fixture_payloads() -> list[tuple[str, dict[str, Any]]]:
     """(file id, payload) for every captured hook payload, both CLI versions."""
     found = []

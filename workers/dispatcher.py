@@ -86,17 +86,30 @@ class Dispatcher:
         log.info("dispatcher.started", consumer=self.consumer, archived=len(self.archived))
 
     def run(self, stop: threading.Event) -> None:
+        """Archive until `stop` is set; ride out Redis going away and coming back."""
         self.start()
-        self.recover_pending()
         next_upkeep = 0.0
         while not stop.is_set():
-            if time.monotonic() >= next_upkeep:
-                self.claim_stale()
-                self.beat()
-                next_upkeep = time.monotonic() + 5
-            self.drain_spool()
-            self.archive(self.read(">", self.block_ms))
+            try:
+                if time.monotonic() >= next_upkeep:
+                    self.upkeep()
+                    next_upkeep = time.monotonic() + 5
+                self.drain_spool()
+                self.archive(self.read(">", self.block_ms))
+            except (redis.ConnectionError, redis.TimeoutError) as e:
+                log.warning("redis.unavailable", error=str(e), retry_in=1.0)
+                next_upkeep = 0.0
+                stop.wait(1.0)
         log.info("dispatcher.stopped", archived=self.archived_count)
+
+    def upkeep(self) -> None:
+        """Every few seconds: finish what was left pending, merge small segments, say we live."""
+        ensure_group(self.redis)  # a server that lost its data comes back without the group
+        self.recover_pending()
+        self.claim_stale()
+        if merged := self.event_log.compact():
+            log.info("segments.compacted", segment=os.path.basename(merged))
+        self.beat()
 
     def read(self, start: str, block_ms: int | None = None) -> list[Entry]:
         reply: Any = self.redis.xreadgroup(
