@@ -11,7 +11,8 @@ from ingest.redact import redact_text
 from schemas.files import write_durably
 from schemas.ids import new_event_id, utc_now_iso
 
-HEAD_BYTES = 512
+HEAD_CHARS = 512
+HEAD_WINDOW = 8192  # bytes redacted to make the head
 
 
 def write_dead_letter(
@@ -21,17 +22,24 @@ def write_dead_letter(
     data: bytes,
     argv: list[str] | None = None,
     letter_id: str | None = None,
+    whole: bool = False,
 ) -> str:
-    """Keep `data` (its head) with the reason; a given `letter_id` makes a retry overwrite, not add."""
+    """Keep `data` with the reason: its head, or all of it if `whole` (an event already cut to size).
+
+    A given `letter_id` makes a retry overwrite the letter rather than add one.
+    """
     letter_id = letter_id or new_event_id()
+    text = data[: HEAD_WINDOW if not whole else len(data)].decode("utf-8", "backslashreplace")
     record = {
         "id": letter_id,
         "recorded_at": utc_now_iso(),
         "stage": stage,
         "reason": redact_text(reason),
-        "head": redact_text(data[:HEAD_BYTES].decode("utf-8", "backslashreplace")),
+        # redacted before it is cut, so the cut cannot shorten a secret below what the patterns see
+        "head": redact_text(text)[:HEAD_CHARS],
         "size": len(data),
         "argv": argv or [],
+        "body": redact_text(text) if whole else None,
     }
     return write_durably(directory, letter_id + ".json", json.dumps(record).encode())
 

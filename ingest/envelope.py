@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 from ingest.redact import redact
-from ingest.truncate import encode_within_budget
+from ingest.truncate import encode_within_budget, truncate_strings
 from schemas.kinds import SCHEMA_VERSION
 
 TYPE_CHECKING = False
@@ -57,7 +57,8 @@ def encode_event(
         "agent": payload.get("agent_id") or "main",
         "source": source,
         "v": SCHEMA_VERSION,
-        "payload": redact(payload),
+        # cut first: redacting megabytes of tool output would cost the agent seconds
+        "payload": redact(truncate_strings(payload)),
         "caused_by": caused_by or [],
     }
     return encode_within_budget(envelope, _json)

@@ -11,16 +11,20 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import sys
 
 from ingest.dead_letters import write_dead_letter
 from ingest.envelope import Rejected, encode_event
 from ingest.project import project_of
-from ingest.resp import Connection, RedisUnavailable
+from ingest.resp import Connection
 from ingest.spool import spool_event
 from schemas.ids import new_event_id, utc_now_iso
 from schemas.kinds import HOOK_KINDS, SOURCE_CLAUDE_CODE
 from schemas.settings import STREAM, Settings
+
+DEADLINE_S = 5.0
+MAX_INPUT = 64 * 2**20
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -57,7 +61,7 @@ def deliver(settings: Settings, event_id: str, data: bytes) -> str:
         with Connection(settings.redis_url) as redis:
             redis.command("XADD", STREAM, "*", "e", data)
         return "stream"
-    except RedisUnavailable:
+    except Exception:  # unreachable, slow, refusing, misconfigured, out of time: the spool takes it
         spool_event(settings.spool_dir, event_id, data)
         return "spool"
 
@@ -65,7 +69,18 @@ def deliver(settings: Settings, event_id: str, data: bytes) -> str:
 def _read(stdin: BinaryIO | None) -> bytes:
     if stdin is None or stdin.isatty():
         raise Rejected("no payload: stdin is not a pipe (Claude Code sends the payload on stdin)")
-    return stdin.read()
+    raw = stdin.read(MAX_INPUT + 1)
+    if len(raw) > MAX_INPUT:
+        raise Rejected(f"payload larger than {MAX_INPUT} bytes")
+    return raw
+
+
+class OutOfTime(Exception):
+    """The hook's whole deadline passed."""
+
+
+def _out_of_time(signum: int, frame: object) -> None:
+    raise OutOfTime(f"the hook ran out of its {DEADLINE_S:g} s")
 
 
 def record_hook(argv: list[str], stdin: BinaryIO | None, environ: Environ) -> str:
@@ -99,5 +114,9 @@ def main(argv: list[str]) -> int:
     """The hook's entry point: always 0, never a word on stdout."""
     # Even if the dead letter failed (no disk?), the agent must go on.
     with contextlib.suppress(BaseException):
+        # A watchdog for what no socket timeout bounds (a DNS lookup, a stdin never closed): once
+        # it fires, the event goes to the spool, or the input to a dead letter, and we return.
+        signal.signal(signal.SIGALRM, _out_of_time)
+        signal.setitimer(signal.ITIMER_REAL, DEADLINE_S)
         record_hook(argv, getattr(sys.stdin, "buffer", None), os.environ)
     return 0

@@ -23,25 +23,39 @@ _KINDS: list[tuple[str, tuple[str, ...], str]] = [
         r"-----BEGIN[A-Z ]{0,20} PRIVATE KEY(?: BLOCK)?-----[\s\S]*?"
         r"(?:-----END[A-Z ]{0,20} PRIVATE KEY(?: BLOCK)?-----|\Z)",
     ),
-    ("anthropic-key", ("sk-ant-",), r"sk-ant-[A-Za-z0-9_\-]{16,}"),
-    ("openai-key", ("sk-",), r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}"),
-    ("github-token", ("gh", "github_pat_"), r"(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"),
-    ("gitlab-token", ("glpat-",), r"glpat-[A-Za-z0-9_\-]{20,}"),
-    ("slack-token", ("xox",), r"xox[abposr]-[A-Za-z0-9\-]{10,}"),
-    ("aws-access-key", ("AKIA", "ASIA"), r"(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
-    ("google-api-key", ("AIza",), r"AIza[0-9A-Za-z_\-]{35}"),
-    ("stripe-key", ("k_live_", "k_test_"), r"[rs]k_(?:live|test)_[0-9A-Za-z]{16,}"),
-    ("jwt", ("eyJ",), r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
-    # the ones below keep what comes before the secret: the scheme and user, the variable name
-    ("bearer-token", ("earer",), r"(?<=[Bb]earer )[A-Za-z0-9._~+/=\-]{8,}"),
-    ("basic-auth", ("asic",), r"(?<=[Bb]asic )[A-Za-z0-9+/=]{8,}"),
+    ("age-key", ("AGE-SECRET-KEY-",), r"AGE-SECRET-KEY-1[0-9A-Z]{50,}"),
+    # \b before each prefix: a token starts a word ("risk-assessment" holds no key), and a
+    # long run of a prefix is scanned once, not once per repeat
+    ("anthropic-key", ("sk-ant-",), r"\bsk-ant-[A-Za-z0-9_\-]{16,}"),
+    ("openai-key", ("sk-",), r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}"),
+    ("github-token", ("gh", "github_pat_"), r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"),
+    ("gitlab-token", ("glpat-",), r"\bglpat-[A-Za-z0-9_\-]{20,}"),
+    ("slack-token", ("xox", "xapp-"), r"\b(?:xox[abposr]|xapp)-[A-Za-z0-9\-]{10,}"),
+    ("slack-webhook", ("hooks.slack.com/",), r"hooks\.slack\.com/services/[A-Za-z0-9_/]+"),
+    ("aws-access-key", ("AKIA", "ASIA"), r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
+    ("google-api-key", ("AIza",), r"\bAIza[0-9A-Za-z_\-]{35}"),
+    ("stripe-key", ("k_live_", "k_test_"), r"\b[rs]k_(?:live|test)_[0-9A-Za-z]{16,}"),
+    ("huggingface-token", ("hf_",), r"\bhf_[A-Za-z0-9]{30,}"),
+    ("npm-token", ("npm_",), r"\bnpm_[A-Za-z0-9]{36}"),
+    ("sendgrid-key", ("SG.",), r"\bSG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}"),
+    ("jwt", ("eyJ",), r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
+    # the ones below keep what comes before the secret: the scheme and user, the variable name.
+    # Header schemes are capitalised as in HTTP, and their tokens must look like tokens:
+    # "Bearer authentication" or "Basic configuration" are words, not credentials.
+    (
+        "bearer-token",
+        ("Bearer ", "bearer "),
+        r"(?<=[Bb]earer )(?=[A-Za-z0-9._~+/=\-]*[0-9])[A-Za-z0-9._~+/=\-]{16,}",
+    ),
+    ("basic-auth", ("Basic ",), r"(?<=Basic )(?=[A-Za-z0-9+/]*(?:[0-9]|=))[A-Za-z0-9+/]{8,}={0,2}"),
     ("url-password", ("://",), r"(?<=://)(?P<keep>[^/\s:@'\"]*:)[^/\s@'\"]+(?=@)"),
+    ("flag-secret", ("--",), r"(?i)(?P<keep>--(?:password|passwd|token|api-key|secret)[= ])[^\s\"']{4,}"),
     # ..._PASSWORD=value, apiKey: "value", "token": "value": the name must end with the keyword
     (
         "secret-assignment",
         ("pass", "secret", "token", "key", "credential"),
-        r"(?i)(?P<keep>(?:PASSWORD|PASSWD|PASSPHRASE|SECRET|SECRET_?KEY|TOKEN|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|"
-        r"CREDENTIALS?)[\"']?\s*[:=]\s*)(?:\"[^\"\n]{4,}\"|'[^'\n]{4,}'|[^\s\"',;}&]{4,})",
+        r"(?i)(?P<keep>(?:PASSWORD|PASSWD|PASSPHRASE|SECRET|SECRET[_-]?KEY|TOKEN|API[_-]?KEY|ACCESS[_-]?KEY|"
+        r"PRIVATE[_-]?KEY|CREDENTIALS?)[\"']?\s*[:=]\s*)(?:\"[^\"\n]{4,}\"|'[^'\n]{4,}'|[^\s\"',;}&]{4,})",
     ),
 ]
 _CASE_FREE = "secret-assignment"

@@ -22,32 +22,45 @@ class RedisUnavailable(OSError):
 
 
 class Address:
+    """Where a Redis URL points, read the way redis-py reads it (percent-decoded user and password)."""
+
     __slots__ = ("db", "host", "password", "path", "port", "tls", "username")
 
     def __init__(self, url: str) -> None:
-        scheme, sep, rest = url.partition("://")
-        if not sep or scheme not in ("redis", "rediss", "unix"):
-            raise RedisUnavailable(f"unsupported Redis URL scheme in {url!r}")
-        self.tls = scheme == "rediss"
-        rest, _, query = rest.partition("?")
-        params = dict(p.partition("=")[::2] for p in query.split("&") if p)
-        userinfo, at, hostpart = rest.rpartition("@")
-        if not at:
-            hostpart = rest
-        self.username, _, password = userinfo.partition(":") if ":" in userinfo else ("", "", userinfo)
-        self.password = params.get("password") or password or None
-        self.db = int(params.get("db", "0") or 0)
-        self.path = self.host = None
+        self.username: str | None = None
+        self.password: str | None = None
+        self.host: str | None = None
         self.port = 6379
-        if scheme == "unix":
-            self.path = hostpart
+        self.path: str | None = None
+        self.db = 0
+        self.tls = url.startswith("rediss://")
+        if url.startswith("unix://") and not any(c in url for c in "?@%"):
+            self.path = url[len("unix://") :]  # the embedded default: no parser needed (urllib costs 3 ms)
+            return
+        try:
+            self._parse(url)
+        except ValueError as e:
+            raise RedisUnavailable(f"cannot read the Redis URL {url!r}: {e}") from None
+
+    def _parse(self, url: str) -> None:
+        from urllib.parse import parse_qs, unquote, urlsplit
+
+        parts = urlsplit(url)
+        if parts.scheme not in ("redis", "rediss", "unix"):
+            raise ValueError(f"unsupported scheme {parts.scheme!r}")
+        query = {k: v[0] for k, v in parse_qs(parts.query).items()}
+        self.username = unquote(parts.username) if parts.username else None
+        self.password = query.get("password") or (unquote(parts.password) if parts.password else None)
+        if parts.scheme == "unix":
+            self.path = unquote(parts.path)
         else:
-            hostport, _, db = hostpart.partition("/")
+            self.host = parts.hostname or "localhost"
+            self.port = parts.port or 6379
+            db = parts.path.strip("/")
             if db:
                 self.db = int(db)
-            host, _, port = hostport.rpartition(":") if ":" in hostport else (hostport, "", "")
-            self.host = host.strip("[]") or "localhost"
-            self.port = int(port or 6379)
+        if "db" in query:
+            self.db = int(query["db"])
 
 
 def _encode(args: tuple[bytes | str, ...]) -> bytes:

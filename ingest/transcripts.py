@@ -5,7 +5,8 @@ become `prompt.submitted`, a tool call with its result `tool.used` (or `tool.fai
 last words of an assistant turn `assistant.stopped`, a compaction boundary
 `compaction.finished`, and a subagent's transcript is framed by `subagent.started` and
 `subagent.stopped`. Ids derive from the transcript's own line ids, so importing the same
-file twice yields the same events, and the dispatcher keeps each once.
+file twice yields the same events, and the dispatcher keeps each once. (A session the hooks
+recorded live has other ids: `reverie import` skips those sessions.)
 """
 
 import json
@@ -24,6 +25,7 @@ from schemas.ids import derived_event_id
 
 class ImportedEvent(msgspec.Struct, frozen=True):
     id: str
+    session_id: str | None
     data: bytes
 
 
@@ -93,7 +95,7 @@ class _Transcript:
             project=self.project or (project_key(self.cwd) if self.cwd else UNKNOWN_PROJECT),
             source=kinds.SOURCE_IMPORT,
         )
-        return ImportedEvent(event_id, data)
+        return ImportedEvent(event_id, self.session_id, data)
 
     def line(self, d: dict[str, Any]) -> Iterator[ImportedEvent]:
         timestamp, uuid = d.get("timestamp"), d.get("uuid")
@@ -192,6 +194,6 @@ def read_transcript(path: str) -> Iterator[ImportedEvent | BadLine]:
                 if not isinstance(line, dict):
                     raise Rejected(f"expected a JSON object, got {type(line).__name__}")
                 yield from transcript.line(line)
-            except (ValueError, TypeError, KeyError) as e:
+            except (ValueError, TypeError, KeyError, AttributeError) as e:
                 yield BadLine(path, number, f"{type(e).__name__}: {e}", raw)
     yield from transcript.finish()

@@ -25,14 +25,21 @@ def _cut(text: str, limit: int) -> str:
     return f"{text[:head]}\n…[reverie: truncated {len(text) - head - tail} characters]…\n{text[-tail:]}"
 
 
-def truncate_strings(value: Any, limit: int = STRING_LIMIT) -> Any:
-    """The same JSON value with every string longer than `limit` cut to about that length."""
+def truncate_strings(value: Any, limit: int = STRING_LIMIT, max_items: int | None = None) -> Any:
+    """The same JSON value with every string longer than `limit` cut to about that length,
+    and, given `max_items`, every list and object cut to that many items (and a marker)."""
     if isinstance(value, str):
         return _cut(value, limit)
     if isinstance(value, dict):
-        return {k: truncate_strings(v, limit) for k, v in value.items()}
+        items = list(value.items())
+        if max_items is not None and len(items) > max_items:
+            items = [*items[:max_items], ("reverie_truncated", f"{len(value) - max_items} more keys")]
+        return {k: truncate_strings(v, limit, max_items) for k, v in items}
     if isinstance(value, list):
-        return [truncate_strings(v, limit) for v in value]
+        kept = [truncate_strings(v, limit, max_items) for v in value[:max_items]]
+        if max_items is not None and len(value) > max_items:
+            kept.append(f"…[reverie: {len(value) - max_items} more items]")
+        return kept
     return value
 
 
@@ -44,16 +51,19 @@ def _scalars_only(payload: dict[str, Any], size: int) -> dict[str, Any]:
     return kept
 
 
+# Ever harder cuts for an event over EVENT_LIMIT: strings first, then long lists and objects.
+_SHRINK: list[tuple[int, int | None]] = [(4096, None), (512, None), (512, 1000), (128, 100), (64, 10)]
+
+
 def encode_within_budget(envelope: dict[str, Any], encode: Callable[[dict[str, Any]], bytes]) -> bytes:
-    """Encode the event, cutting its payload's strings as much as it takes to fit EVENT_LIMIT."""
-    limit = STRING_LIMIT
-    envelope["payload"] = truncate_strings(envelope["payload"], limit)
+    """Encode the event (its strings already cut to STRING_LIMIT), cutting more until it fits."""
     data = encode(envelope)
+    shrinks = iter(_SHRINK)
     while len(data) > EVENT_LIMIT:
-        if limit <= 64:
+        step = next(shrinks, None)
+        if step is None:
             envelope["payload"] = _scalars_only(envelope["payload"], len(data))
             return encode(envelope)
-        limit //= 8
-        envelope["payload"] = truncate_strings(envelope["payload"], limit)
+        envelope["payload"] = truncate_strings(envelope["payload"], *step)
         data = encode(envelope)
     return data

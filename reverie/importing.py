@@ -44,7 +44,8 @@ def import_transcripts(paths: list[str], wait: bool = True) -> int:
         return fail(f"cannot reach Redis at {settings.redis_url}: start reverie with `reverie up --detach`")
 
     known = EventLog(settings.event_log_dir).archived_ids()
-    sent = seen = bad = 0
+    live = _sessions_recorded_live(settings)
+    sent = seen = bad = skipped = 0
     with _progress() as progress:
         task = progress.add_task("reading transcripts", total=len(files))
         for path in files:
@@ -60,6 +61,9 @@ def import_transcripts(paths: list[str], wait: bool = True) -> int:
                     )
                     continue
                 seen += 1
+                if item.session_id in live:
+                    skipped += 1
+                    continue
                 if item.id in known:
                     continue
                 known.add(item.id)
@@ -72,7 +76,8 @@ def import_transcripts(paths: list[str], wait: bool = True) -> int:
             sent += len(batch)
             progress.advance(task)
     out.print(
-        f"{len(files)} transcripts: {seen} events, {sent} new, {seen - sent} already in the log"
+        f"{len(files)} transcripts: {seen} events, {sent} new, {seen - sent - skipped} already in the log"
+        + (f", {skipped} from sessions the hooks recorded live" if skipped else "")
         + (f", {bad} unreadable lines kept as dead letters" if bad else "")
     )
     if wait and sent and not _wait_until_archived(settings, sent):
@@ -80,6 +85,12 @@ def import_transcripts(paths: list[str], wait: bool = True) -> int:
     if wait:
         _summary(settings)
     return 0
+
+
+def _sessions_recorded_live(settings: Settings) -> set[str]:
+    db = sql_connect(settings.event_log_dir, settings.dead_letter_dir)
+    rows = query(db, "SELECT DISTINCT session_id FROM events WHERE source = 'claude-code'").rows
+    return {row[0] for row in rows if row[0]}
 
 
 def _wait_until_archived(settings: Settings, sent: int, timeout: float = 300) -> bool:

@@ -13,3 +13,4 @@ class DeadLetter(msgspec.Struct, frozen=True, kw_only=True):
     head: str  # the first bytes of the input, escaped
     size: int  # bytes in the whole input
     argv: list[str] = []
+    body: str | None = None  # the whole input, when it is an event (at most EVENT_LIMIT), to replay

@@ -7,7 +7,7 @@ ones take defaults, and `null` is accepted wherever a CLI has been seen to send 
 """
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
@@ -36,11 +36,11 @@ class SessionEnded(HookPayload, kw_only=True):
 
 
 class PromptSubmitted(HookPayload, kw_only=True):
-    prompt: str = ""
+    prompt: str | None = None
 
 
 class ToolRequested(HookPayload, kw_only=True):
-    tool_name: str = ""
+    tool_name: str | None = None
     tool_input: dict[str, Any] | None = None
     tool_use_id: str | None = None
 
@@ -150,7 +150,7 @@ class Event(msgspec.Struct, frozen=True, kw_only=True):
     session_id: str | None = None
     agent: str = "main"
     source: str
-    v: int = kinds.SCHEMA_VERSION
+    v: Annotated[int, msgspec.Meta(ge=0, le=32767)] = kinds.SCHEMA_VERSION
     payload: msgspec.Raw
     caused_by: tuple[str, ...] = ()
 
@@ -167,7 +167,8 @@ def decode_event(data: bytes | str) -> Event:
     """Decode and validate an event: the envelope, its kind and its payload's types."""
     try:
         event = _envelope_decoder.decode(data)
-    except msgspec.DecodeError as e:
+        bytes(event.payload).decode("utf-8")  # the log stores it as text
+    except (msgspec.DecodeError, UnicodeDecodeError) as e:
         raise InvalidEvent(f"envelope: {e}") from None
     payload_of(event)
     return event
@@ -180,7 +181,7 @@ def payload_of(event: Event) -> Payload:
         raise InvalidEvent(f"unknown event kind {event.kind!r}")
     try:
         return decoder.decode(event.payload)
-    except msgspec.DecodeError as e:
+    except (msgspec.DecodeError, UnicodeDecodeError) as e:
         raise InvalidEvent(f"{event.kind} payload: {e}") from None
 
 

@@ -78,6 +78,7 @@ def test_a_restarted_dispatcher_knows_what_the_log_holds(
     first.start()
     append_to_stream(client, [data])
     first.archive(first.read(">"))
+    first.close()
     second = Dispatcher(settings, client, consumer="a", block_ms=10)
     second.start()
     append_to_stream(client, [data])
@@ -93,6 +94,7 @@ def test_entries_read_but_not_acknowledged_are_archived_after_a_restart(
     ids, datas = zip(*[event(f"p{i}") for i in range(5)], strict=True)
     append_to_stream(client, datas)
     crashed.read(">")  # ... and dies before archiving
+    crashed.close()
     restarted = Dispatcher(settings, client, consumer="a", block_ms=10)
     restarted.start()
     restarted.recover_pending()
@@ -108,6 +110,7 @@ def test_stale_entries_of_a_dead_consumer_are_claimed(
     ids, datas = zip(*[event(f"p{i}") for i in range(3)], strict=True)
     append_to_stream(client, datas)
     dead.read(">")
+    dead.close()
     alive = Dispatcher(settings, client, consumer="alive", block_ms=10, claim_idle_ms=0)
     alive.start()
     alive.claim_stale()
@@ -168,3 +171,36 @@ def test_run_stops_when_asked(
         stop.set()
         thread.join(10)
     assert not thread.is_alive()
+
+
+def test_one_dispatcher_per_event_log(
+    dispatcher: Dispatcher, client: fakeredis.FakeRedis, settings: Settings
+) -> None:
+    from projections.event_log import LogBusy
+
+    with pytest.raises(LogBusy, match="another process is archiving"):
+        Dispatcher(settings, client, consumer="other").start()
+    dispatcher.close()
+    Dispatcher(settings, client, consumer="other").start()
+
+
+def test_entries_that_break_anything_are_dead_lettered_whole(
+    dispatcher: Dispatcher, client: fakeredis.FakeRedis, settings: Settings
+) -> None:
+    good_id, good = event("good")
+    bad_utf8 = event("x")[1].replace(b'"x"', b'"\\"\xff\xfe"')
+    big_version = event("v")[1].replace(b'"v":1', b'"v":70000')
+    null_prompt = json.loads(event("n")[1])
+    null_prompt["payload"]["prompt"] = None
+    for data in (bad_utf8, big_version):
+        client.xadd(STREAM, {"e": data})
+    append_to_stream(client, [json.dumps(null_prompt).encode(), good])
+    assert dispatcher.archive(dispatcher.read(">")) == 2  # a null prompt is tolerated
+    assert good_id in archived_ids(settings)
+    letters = [
+        json.load(open(os.path.join(settings.dead_letter_dir, n)))
+        for n in os.listdir(settings.dead_letter_dir)
+    ]
+    assert len(letters) == 2
+    assert {letter["body"] is not None for letter in letters} == {True}  # kept whole, to replay
+    assert any('"v":70000' in letter["body"] for letter in letters)

@@ -57,7 +57,7 @@ def test_every_fixture_payload_is_archived_with_its_fields(stack: Stack, env: di
     stored = stack.query("select kind, session_id, agent, source, payload::varchar from events")
     expected = sorted(
         (HOOK_KINDS[p["hook_event_name"]], p["session_id"], p.get("agent_id", "main"), "claude-code",
-         canonical(truncate_strings(redact(p))))
+         canonical(redact(truncate_strings(p))))
         for _, p in payloads
     )  # fmt: skip
     got = sorted(
@@ -274,3 +274,76 @@ def test_the_stack_restarts_a_process_that_dies(stack: Stack) -> None:
         timeout=30,
         what="a new dispatcher",
     )
+
+
+def test_the_server_killed_mid_session_comes_back_and_nothing_is_lost(
+    stack: Stack, env: dict[str, str]
+) -> None:
+    from workers.status import stack_status
+
+    for phase in ("before", "during", "after"):
+        if phase == "during":
+            os.kill(server_pid(stack.settings), signal.SIGKILL)
+        for i in range(10):
+            assert run_hook(prompt(f"{phase}-{i}"), env).returncode == 0
+
+    def settled() -> bool:
+        state = stack_status(stack.settings)
+        return state.reachable and state.spooled == 0 and state.stream_length == 0 and state.archived >= 30
+
+    wait_for(settled, timeout=60, what="the restarted server and the dispatcher to catch up")
+    [(count, distinct)] = stack.query("select count(*), count(distinct payload->>'prompt') from events")
+    assert count == distinct == 30
+
+
+def test_a_stdin_never_closed_cannot_hold_the_agent(env: dict[str, str], settings: Settings) -> None:
+    from ingest.hook import DEADLINE_S
+
+    hook = subprocess.Popen(
+        [str(BIN), "hook", "Stop"], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    assert hook.stdin is not None
+    hook.stdin.write(b'{"session_id": "s", "hook_event')  # ... and never finishes, never closes
+    hook.stdin.flush()
+    started = time.monotonic()
+    assert hook.wait(timeout=DEADLINE_S + 10) == 0
+    assert time.monotonic() - started < DEADLINE_S + 5
+    assert hook.stdout is not None and hook.stdout.read() == b""
+    hook.stdin.close()
+    [letter] = os.listdir(settings.dead_letter_dir)
+    assert "ran out of its" in Path(settings.dead_letter_dir, letter).read_text()
+
+
+def test_a_second_stack_on_the_same_data_is_refused(stack: Stack, env: dict[str, str]) -> None:
+    second = subprocess.run([str(BIN), "up"], env=env, capture_output=True, text=True, timeout=60)
+    assert second.returncode == 1
+    assert f"already running (pid {stack.process.pid if stack.process else '?'})" in second.stderr
+
+
+def test_killing_the_supervisor_takes_its_processes_with_it(stack: Stack, env: dict[str, str]) -> None:
+    assert stack.process is not None
+    server = server_pid(stack.settings)
+    stack.process.kill()
+    stack.process.wait()
+    wait_for(lambda: not Path(f"/proc/{server}").exists(), timeout=30, what="the orphaned server to stop")
+    Stack(env, stack.settings).start().stop()  # the data directory is free again
+
+
+def test_ctrl_c_stops_the_stack_cleanly(stack: Stack) -> None:
+    assert stack.process is not None
+    server = server_pid(stack.settings)
+    stack.process.send_signal(signal.SIGINT)
+    assert stack.process.wait(60) == 0
+    assert not Path(f"/proc/{server}").exists()
+
+
+def test_import_skips_sessions_the_hooks_recorded_live(stack: Stack, env: dict[str, str]) -> None:
+    live = json.dumps({"session_id": "55604662-cf2a-4331-851a-ec234028f8ca", "hook_event_name": "Stop"})
+    assert run_hook(live.encode(), env).returncode == 0
+    wait_for(lambda: stack.archived() == 1, what="the live event")
+    result = subprocess.run(
+        [str(BIN), "import", str(TRANSCRIPTS / "short.jsonl")], env=env, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+    assert "0 new" in result.stdout and "from sessions the hooks recorded live" in result.stdout
+    assert stack.query("select count(*) from events") == [(1,)]

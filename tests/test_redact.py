@@ -14,6 +14,9 @@ SECRETS = {
     "aws": "AKIAIOSFODNN7EXAMPLE",
     "google": "AIzaSyA-1234567890abcdefghijklmnopqrstu",
     "stripe": "sk_live_51AbCdEfGhIjKlMnOp",
+    "huggingface": "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
+    "npm": "npm_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
+    "sendgrid": "SG.AbCdEfGhIjKlMnOpQr.StUvWxYz0123456789AbCd",
     "jwt": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
 }
 
@@ -30,7 +33,7 @@ def test_known_key_formats_are_redacted(name: str) -> None:
 @pytest.mark.parametrize(
     ("text", "secret", "kept"),
     [
-        ('curl -H "Authorization: Bearer abc.def.ghijklmnop"', "abc.def.ghijklmnop", "Bearer "),
+        ('curl -H "Authorization: Bearer abc.def.ghijklmnop0123"', "abc.def.ghijklmnop0123", "Bearer "),
         ("Authorization: Basic dXNlcjpwYXNzd29yZA==", "dXNlcjpwYXNzd29yZA==", "Basic "),
         ("postgres://bob:hunter22@db.example.com/app", "hunter22", "postgres://bob:"),
         ("export DB_PASSWORD=hunter22", "hunter22", "export DB_PASSWORD="),
@@ -38,6 +41,9 @@ def test_known_key_formats_are_redacted(name: str) -> None:
         ("MY_SECRET_KEY: 'p4ss w0rd'", "p4ss w0rd", "MY_SECRET_KEY: "),
         ('{"client_secret": "zzzzyyyy"}', "zzzzyyyy", '{"client_secret": '),
         ("GITHUB_TOKEN=foo-bar-baz", "foo-bar-baz", "GITHUB_TOKEN="),
+        ("X-Api-Key: abcd1234efgh", "abcd1234efgh", "X-Api-Key: "),
+        ("mysql --password hunter22 -u root", "hunter22", "mysql --password "),
+        ("https://hooks.slack.com/services/T0/B0/XyZ123", "T0/B0/XyZ123", "https://"),
     ],
 )
 def test_secrets_in_headers_urls_and_assignments_keep_their_context(
@@ -69,10 +75,22 @@ def test_private_keys_are_redacted_whole() -> None:
         "PWD=/home/me",
         "task-sk-notakey",
         "password: ***",
+        "risk-assessment-for-the-new-pipeline-module",
+        "basic configuration of the service",
+        "Bearer authentication is configured",
     ],
 )
 def test_ordinary_text_is_left_alone(text: str) -> None:
     assert redact_text(text) == text
+
+
+def test_long_runs_of_a_prefix_are_scanned_in_linear_time() -> None:
+    import time
+
+    started = time.perf_counter()
+    for prefix in ("eyJ", "sk-", "token=", "://a:", "Bearer ", "--password "):
+        redact_text(prefix * 100_000)
+    assert time.perf_counter() - started < 2.0  # quadratic patterns took minutes on these inputs
 
 
 def test_values_under_secret_keys_are_redacted_at_any_depth() -> None:

@@ -43,10 +43,26 @@ def test_many_medium_strings_shrink_until_the_event_fits() -> None:
     assert len(json.loads(data)["payload"]["tool_response"]) == 200
 
 
-def test_a_payload_too_wide_to_fit_keeps_its_top_level_scalars() -> None:
-    payload = {"tool_name": "Glob", "session_id": "s", "tool_response": [str(i) for i in range(400_000)]}
+def test_long_lists_keep_their_head_and_say_how_many_were_cut() -> None:
+    paths = [f"/repo/src/module_{i}/file_{i}.py" for i in range(40_000)]
+    payload = {
+        "tool_name": "Glob",
+        "tool_input": {"pattern": "**/*.py"},
+        "tool_response": {"filenames": paths},
+    }
     data = encode(payload)
     assert len(data) <= EVENT_LIMIT
     kept = json.loads(data)["payload"]
-    assert kept["tool_name"] == "Glob"
-    assert "reverie_truncated" in kept
+    assert kept["tool_input"] == {"pattern": "**/*.py"}
+    filenames = kept["tool_response"]["filenames"]
+    assert filenames[:10] == paths[:10]
+    assert filenames[-1].endswith(f"{len(paths) - len(filenames) + 1} more items]")
+
+
+def test_huge_objects_keep_their_first_keys() -> None:
+    payload = {"tool_name": "X", "tool_response": {f"key{i}": "v" * 20 for i in range(100_000)}}
+    data = encode(payload)
+    assert len(data) <= EVENT_LIMIT
+    response = json.loads(data)["payload"]["tool_response"]
+    assert response["key0"] == "v" * 20
+    assert response["reverie_truncated"].endswith("more keys")

@@ -12,7 +12,7 @@ import socket
 import threading
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TextIO
 
 import msgspec
 import redis
@@ -76,9 +76,11 @@ class Dispatcher:
         self.queue = Queue(QUEUE, connection=client)
         self.archived: set[str] = set()
         self.archived_count = 0
+        self._lock: TextIO | None = None
 
     def start(self) -> None:
-        """Create the group if needed, clear interrupted writes, learn what the log holds."""
+        """Lock the log, create the group if needed, clear interrupted writes, learn what the log holds."""
+        self._lock = self._lock or self.event_log.lock()
         ensure_group(self.redis)
         if removed := self.event_log.recover():
             log.warning("segment.interrupted_write_removed", count=removed)
@@ -100,7 +102,19 @@ class Dispatcher:
                 log.warning("redis.unavailable", error=str(e), retry_in=1.0)
                 next_upkeep = 0.0
                 stop.wait(1.0)
+            except redis.ResponseError as e:
+                if "NOGROUP" not in str(e):
+                    raise
+                log.warning("group.missing", error=str(e))  # the server lost its data: start again
+                next_upkeep = 0.0
+        self.close()
         log.info("dispatcher.stopped", archived=self.archived_count)
+
+    def close(self) -> None:
+        """Let another dispatcher take the log."""
+        if self._lock is not None:
+            self._lock.close()
+            self._lock = None
 
     def upkeep(self) -> None:
         """Every few seconds: finish what was left pending, merge small segments, say we live."""
@@ -137,8 +151,17 @@ class Dispatcher:
                 return
 
     def drain_spool(self) -> None:
-        if count := drain(self.settings.spool_dir, lambda batch: append_to_stream(self.redis, batch)):
+        if count := drain(self.settings.spool_dir, self._append_durably):
             log.info("spool.drained", events=count)
+
+    def _append_durably(self, batch: Sequence[bytes]) -> None:
+        """Append to the stream and wait until the server's append-only file has it on disk:
+        the spool files are deleted next."""
+        append_to_stream(self.redis, batch)
+        try:
+            self.redis.execute_command("WAITAOF", 1, 0, 5000)  # type: ignore[no-untyped-call]
+        except redis.ResponseError as e:  # a shared Redis without an append-only file
+            log.warning("spool.drained_without_fsync", error=str(e))
 
     def _decode(self, entry_id: bytes, fields: dict[bytes, bytes] | None) -> Event | None:
         if fields is None:  # deleted from the stream after it was read: archived already
@@ -146,11 +169,14 @@ class Dispatcher:
         data = fields.get(b"e", b"")
         try:
             return decode_event(data)
-        except InvalidEvent as e:
+        except Exception as e:  # one bad entry must never stop the stream behind it
+            reason = str(e) if isinstance(e, InvalidEvent) else f"{type(e).__name__}: {e}"
             entry = entry_id.decode()
             letter = derived_event_id(int(entry.partition("-")[0]), STREAM, entry)
-            write_dead_letter(self.settings.dead_letter_dir, "dispatcher", str(e), data, letter_id=letter)
-            log.warning("event.dead_lettered", entry=entry_id.decode(), reason=str(e))
+            write_dead_letter(
+                self.settings.dead_letter_dir, "dispatcher", reason, data, letter_id=letter, whole=True
+            )
+            log.warning("event.dead_lettered", entry=entry, reason=reason)
             return None
 
     def archive(self, entries: list[Entry]) -> int:

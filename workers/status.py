@@ -3,7 +3,6 @@
 from typing import Any
 
 import msgspec
-import pyarrow.parquet as pq
 import redis
 from rq import Worker
 
@@ -47,15 +46,15 @@ def _group_info(client: "redis.Redis") -> dict[str, Any]:
 
 def stack_status(settings: Settings) -> StackStatus:
     event_log = EventLog(settings.event_log_dir)
-    segments = event_log.segments()
-    local = {
-        "redis_url": settings.redis_url,
-        "stack_pid": running_pid(settings),
-        "spooled": len(spooled(settings.spool_dir)),
-        "dead_letters": count_dead_letters(settings.dead_letter_dir),
-        "segments": len(segments),
-        "archived": sum(pq.read_metadata(p).num_rows for p in segments),
-    }
+    local = StackStatus(
+        redis_url=settings.redis_url,
+        reachable=False,
+        stack_pid=running_pid(settings),
+        spooled=len(spooled(settings.spool_dir)),
+        dead_letters=count_dead_letters(settings.dead_letter_dir),
+        segments=len(event_log.segments()),
+        archived=event_log.count(),
+    )
     client = connect(settings, timeout=1.0)
     try:
         length = client.xlen(STREAM)
@@ -71,13 +70,13 @@ def stack_status(settings: Settings) -> StackStatus:
             for w in Worker.all(connection=client)
         ]
     except (redis.RedisError, OSError):
-        return StackStatus(reachable=False, **local)
-    return StackStatus(
+        return local
+    return msgspec.structs.replace(
+        local,
         reachable=True,
         stream_length=length,
         pending=group.get("pending"),
         lag=group.get("lag"),
         dispatchers=beats,
         workers=workers,
-        **local,
     )

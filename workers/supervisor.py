@@ -5,7 +5,7 @@ started again after a growing pause; SIGINT or SIGTERM stops them in reverse ord
 with SIGTERM and, past a grace period, SIGKILL.
 """
 
-import contextlib
+import fcntl
 import os
 import signal
 import subprocess
@@ -13,17 +13,27 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from typing import TextIO
 
 import msgspec
 import structlog
 
-from schemas.files import write_durably
 from schemas.settings import Settings
 from workers.redis_client import is_up
 
 log = structlog.get_logger("reverie.supervisor")
 
 PID_FILE = "reverie.pid"
+STABLE_AFTER_S = 60.0  # a process that ran this long and died is restarted without delay
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: receive SIGTERM when the supervisor dies, even by SIGKILL."""
+    if sys.platform == "linux":
+        import ctypes
+
+        PR_SET_PDEATHSIG = 1
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 class ProcessSpec(msgspec.Struct, frozen=True):
@@ -47,9 +57,16 @@ class Child:
         self.process: subprocess.Popen[bytes] | None = None
         self.restarts = 0
         self.restart_at: float | None = None
+        self.started_at = 0.0
 
     def start(self) -> None:
-        self.process = subprocess.Popen([sys.executable, "-m", "reverie", *self.spec.command])
+        self.process = subprocess.Popen(
+            # -P: a folder named like one of ours in the caller's directory must not shadow it
+            [sys.executable, "-P", "-m", "reverie", *self.spec.command],
+            process_group=0,  # Ctrl-C reaches the supervisor only, which stops the stack in order
+            preexec_fn=_die_with_parent,
+        )
+        self.started_at = time.monotonic()
         log.info("process.started", process=self.spec.name, pid=self.process.pid)
 
     def alive(self) -> bool:
@@ -88,7 +105,11 @@ class Supervisor:
     def run(self) -> int:
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, lambda *_: self.stopping.set())
-        write_durably(self.settings.run_dir, PID_FILE, str(os.getpid()).encode())
+        try:
+            pid_lock = hold_pid_file(self.settings)
+        except StackRunning as e:
+            log.error("stack.already_running", pid=e.pid)
+            return 1
         try:
             if not self._start_all():
                 return 1
@@ -98,8 +119,8 @@ class Supervisor:
         finally:
             for child in reversed(self.children):
                 child.stop(self.grace)
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(pid_file(self.settings))
+            os.unlink(pid_file(self.settings))  # ours: we hold its lock
+            pid_lock.close()
             log.info("stack.stopped")
 
     def _start_all(self) -> bool:
@@ -123,6 +144,8 @@ class Supervisor:
             if child.alive():
                 continue
             if child.restart_at is None:
+                if now - child.started_at > STABLE_AFTER_S:
+                    child.restarts = 0
                 pause = min(30.0, 0.5 * 2**child.restarts)
                 code = child.process.returncode if child.process else None
                 log.error("process.exited", process=child.spec.name, code=code, restart_in=pause)
@@ -137,14 +160,51 @@ def pid_file(settings: Settings) -> str:
     return os.path.join(settings.run_dir, PID_FILE)
 
 
+class StackRunning(RuntimeError):
+    def __init__(self, pid: int | None) -> None:
+        super().__init__(f"reverie is already running (pid {pid})")
+        self.pid = pid
+
+
+def hold_pid_file(settings: Settings) -> TextIO:
+    """Lock the pid file for this process's lifetime and write our pid in it; keep the handle.
+
+    The lock, not the pid, says whether a stack runs: it dies with its process, so a stale
+    file or a recycled pid can never pass for a running stack.
+    """
+    os.makedirs(settings.run_dir, mode=0o700, exist_ok=True)
+    handle = open(pid_file(settings), "a+")  # noqa: SIM115 (held while the stack runs)
+    # a `reverie status` may hold a shared lock for an instant: try for a while
+    if not _wait_until(lambda: _try_lock(handle, fcntl.LOCK_EX), timeout=1.0):
+        pid = _pid_in(handle)
+        handle.close()
+        raise StackRunning(pid)
+    handle.seek(0)
+    handle.truncate()
+    handle.write(str(os.getpid()))
+    handle.flush()
+    os.fsync(handle.fileno())
+    return handle
+
+
 def running_pid(settings: Settings) -> int | None:
     """The pid of the running stack for this data directory, if there is one."""
     try:
-        with open(pid_file(settings)) as f:
-            pid = int(f.read().strip())
-        os.kill(pid, 0)
-    except (FileNotFoundError, ValueError, ProcessLookupError):
+        with open(pid_file(settings)) as handle:
+            return None if _try_lock(handle, fcntl.LOCK_SH) else _pid_in(handle)
+    except FileNotFoundError:
         return None
-    except PermissionError:
-        pass
-    return pid
+
+
+def _try_lock(handle: TextIO, kind: int) -> bool:
+    try:
+        fcntl.flock(handle, kind | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def _pid_in(handle: TextIO) -> int | None:
+    handle.seek(0)
+    text = handle.read().strip()
+    return int(text) if text.isdigit() else None
