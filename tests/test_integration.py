@@ -12,6 +12,9 @@ from typing import Any
 
 import pytest
 import redis
+from hypothesis import HealthCheck, given
+from hypothesis import settings as examples
+from hypothesis import strategies as st
 from rq import Queue
 
 from ingest.redact import redact
@@ -347,3 +350,22 @@ def test_import_skips_sessions_the_hooks_recorded_live(stack: Stack, env: dict[s
     assert result.returncode == 0, result.stderr
     assert "0 new" in result.stdout and "from sessions the hooks recorded live" in result.stdout
     assert stack.query("select count(*) from events") == [(1,)]
+
+
+@examples(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    st.one_of(
+        st.binary(max_size=4000),
+        st.text(max_size=2000).map(str.encode),
+        st.dictionaries(
+            st.sampled_from(["hook_event_name", "session_id", "tool_input", "prompt", "agent_id", "cwd"]),
+            st.none() | st.integers() | st.text(max_size=30) | st.lists(st.integers(), max_size=3),
+        ).map(lambda v: json.dumps(v).encode()),
+    ),
+    st.sampled_from([[], ["Stop"], ["PostToolUse"], ["NoSuchEvent"]]),
+)
+def test_whatever_arrives_the_hook_process_exits_0_and_prints_nothing(
+    env: dict[str, str], raw: bytes, args: list[str]
+) -> None:
+    result = run_hook(raw, env, *args)
+    assert (result.returncode, result.stdout, result.stderr) == (0, b"", b"")
