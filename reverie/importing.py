@@ -113,7 +113,8 @@ def _summary(settings: Settings) -> None:
     result = query(
         db,
         "SELECT kind, count(*) AS events, count(DISTINCT session_id) AS sessions, "
-        "count(DISTINCT project) AS projects, min(ts) AS first, max(ts) AS last "
+        "count(DISTINCT project) AS projects, strftime(min(ts), '%Y-%m-%d') AS first, "
+        "strftime(max(ts), '%Y-%m-%d') AS last "
         "FROM events GROUP BY kind ORDER BY events DESC",
     )
     out.print("[bold]The event log now holds:[/]")

@@ -2,6 +2,7 @@
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -152,5 +153,6 @@ def worker() -> int:
     configure_logging(json=True)
     settings = Settings.from_env()
     client = connect(settings, timeout=None)  # RQ blocks on the queue for minutes
-    Worker([Queue(QUEUE, connection=client)], connection=client).work(logging_level="INFO")
+    name = f"{socket.gethostname()}.{os.getpid()}"
+    Worker([Queue(QUEUE, connection=client)], connection=client, name=name).work(logging_level="INFO")
     return 0
