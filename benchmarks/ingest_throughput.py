@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Any
 
 import redis
 
@@ -34,7 +35,7 @@ from workers.logs import configure_logging  # noqa: E402
 PAYLOADS = os.path.join(HERE, "..", "..", "shared", "fixtures", "claude-code", "hook-payloads")
 
 
-def fixture_payloads() -> list[dict[str, object]]:
+def fixture_payloads() -> list[dict[str, Any]]:
     found = []
     for path in sorted(glob.glob(os.path.join(PAYLOADS, "*", "*.json"))):
         with open(path) as f:
@@ -72,7 +73,7 @@ def main() -> None:
                 p,
                 event_id=new_event_id(),
                 ts=now,
-                recorded_at=now,  # type: ignore[index]
+                recorded_at=now,
                 project="bench",
                 source=SOURCE_CLAUDE_CODE,
             )

@@ -28,9 +28,10 @@ MAX_INPUT = 64 * 2**20
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any, BinaryIO
 
-    Environ = os._Environ[str] | dict[str, str]
+    Environ = Mapping[str, str]
 
 
 def parse_payload(raw: bytes, hook_name: str | None) -> tuple[str, dict[str, Any]]:

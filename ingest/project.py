@@ -7,8 +7,14 @@ root is, in order: CLAUDE_PROJECT_DIR, the folder of the session's transcript, t
 above the payload's cwd, the cwd itself.
 """
 
+from __future__ import annotations
+
 import os
 import re
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 _NOT_ALNUM = re.compile(r"[^A-Za-z0-9]")
 UNKNOWN_PROJECT = "unknown"
@@ -39,7 +45,7 @@ def transcript_project(transcript_path: str) -> str | None:
     return None
 
 
-def project_of(payload: dict[str, object], environ: "os._Environ[str] | dict[str, str]") -> str:
+def project_of(payload: Mapping[str, object], environ: Mapping[str, str]) -> str:
     """The project key for a hook payload received in the environment `environ`."""
     root = environ.get("CLAUDE_PROJECT_DIR")
     if root:

@@ -9,6 +9,10 @@ Standard library only: the hook imports this on every call.
 
 import os
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
 STREAM = "reverie:events"
 GROUP = "reverie:archivers"
 QUEUE = "reverie"
@@ -25,7 +29,7 @@ class Settings:
         self.redis_url = redis_url or f"unix://{self.socket_path}"
 
     @classmethod
-    def from_env(cls, environ: "os._Environ[str] | dict[str, str] | None" = None) -> "Settings":
+    def from_env(cls, environ: "Mapping[str, str] | None" = None) -> "Settings":
         env = os.environ if environ is None else environ
         home = env.get("REVERIE_HOME")
         if not home:

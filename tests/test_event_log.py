@@ -12,7 +12,7 @@ from tests.test_dispatcher import event
 
 
 def fill(log: EventLog, segments: int, per_segment: int = 3) -> set[str]:
-    ids = set()
+    ids: set[str] = set()
     for s in range(segments):
         batch = [event(f"s{s}-e{i}") for i in range(per_segment)]
         log.append([decode_event(data) for _, data in batch])

@@ -1,6 +1,7 @@
 """Every real hook payload, from both CLI versions, becomes an event that decodes with its fields."""
 
 import json
+from datetime import datetime
 from typing import Any
 
 import msgspec
@@ -84,7 +85,7 @@ def test_unknown_kinds_and_broken_envelopes_are_refused() -> None:
 
 
 def test_python_built_events_match_the_hook_wire_format() -> None:
-    now = msgspec.json.decode(json.dumps(utc_now_iso()).encode(), type=events.datetime)
+    now = msgspec.json.decode(json.dumps(utc_now_iso()).encode(), type=datetime)
     built = events.make_event(
         kinds.MEMORY_REMEMBERED,
         events.MemoryRemembered(text="use uv, not pip", tags=["tooling"]),

@@ -157,7 +157,7 @@ def test_the_dispatcher_killed_at_any_moment_loses_nothing_and_doubles_nothing(
     assert {row[0] for row in stack.query("select id from events")} == sent
 
 
-def _fill_stream(client: "redis.Redis[bytes]", n: int) -> set[str]:
+def _fill_stream(client: redis.Redis, n: int) -> set[str]:
     from ingest.envelope import encode_event
     from schemas.ids import new_event_id, utc_now_iso
     from workers.dispatcher import append_to_stream
@@ -195,7 +195,7 @@ def test_secrets_never_reach_the_stream_or_the_log(stack: Stack, env: dict[str, 
     run_hook(f"broken {secrets[0]} {{".encode(), env)
     wait_for(lambda: stack.archived() == 1, what="the event")
     client = redis.Redis.from_url(stack.settings.redis_url)
-    client.execute_command("BGREWRITEAOF")  # nothing in the server's own history either
+    client.bgrewriteaof()  # nothing in the server's own history either
     for path in Path(stack.settings.home).rglob("*"):
         if path.is_file() and not path.is_socket():
             data = path.read_bytes()

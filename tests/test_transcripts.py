@@ -66,7 +66,7 @@ def test_prompts_are_what_the_user_typed() -> None:
     counts = Counter(e.kind for e in decoded)
     assert counts[kinds.PROMPT_SUBMITTED] > 0 and counts[kinds.ASSISTANT_STOPPED] > 0
     prompts = [events.payload_of(e) for e in decoded if e.kind == kinds.PROMPT_SUBMITTED]
-    assert all(isinstance(p, events.PromptSubmitted) and p.prompt.strip() for p in prompts)
+    assert all(isinstance(p, events.PromptSubmitted) and p.prompt and p.prompt.strip() for p in prompts)
 
 
 def test_unreadable_lines_are_reported_not_fatal(tmp_path: object) -> None:

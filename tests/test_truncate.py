@@ -1,11 +1,12 @@
 import json
+from typing import Any
 
 from ingest.envelope import encode_event
 from ingest.truncate import EVENT_LIMIT, STRING_LIMIT, truncate_strings
 from schemas import events, kinds
 
 
-def encode(payload: dict[str, object]) -> bytes:
+def encode(payload: dict[str, Any]) -> bytes:
     now = "2026-01-01T00:00:00Z"
     return encode_event(
         kinds.TOOL_USED, payload, event_id="0" * 26, ts=now, recorded_at=now, project="p", source="test"
