@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import json
 
-from ingest.redact import redact
+from ingest.redact import redact, redact_text
 from ingest.truncate import encode_within_budget, truncate_strings
 from schemas.kinds import SCHEMA_VERSION
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
+
+
+ID_LIMIT = 256
 
 
 class Rejected(ValueError):
@@ -47,18 +50,21 @@ def encode_event(
 ) -> bytes:
     """The event as JSON bytes: secrets redacted, oversized strings cut, at most EVENT_LIMIT."""
     session_id = payload.get("session_id")
+    agent = payload.get("agent_id")
     envelope = {
         "id": event_id,
         "kind": kind,
         "ts": ts,
         "recorded_at": recorded_at,
         "project": project,
-        "session_id": session_id if isinstance(session_id, str) else None,
-        "agent": payload.get("agent_id") or "main",
+        # ids are short; a huge one is cut here (the payload keeps it, cut like any string)
+        "session_id": session_id[:ID_LIMIT] if isinstance(session_id, str) else None,
+        "agent": agent[:ID_LIMIT] if isinstance(agent, str) and agent else "main",
         "source": source,
         "v": SCHEMA_VERSION,
-        # cut first: redacting megabytes of tool output would cost the agent seconds
-        "payload": redact(truncate_strings(payload)),
+        # cut first (redacting megabytes of tool output would cost the agent seconds), but
+        # redact the kept pieces with some margin, so a secret across a cut is still seen whole
+        "payload": redact(truncate_strings(payload, clean=redact_text)),
         "caused_by": caused_by or [],
     }
     return encode_within_budget(envelope, _json)

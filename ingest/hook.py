@@ -63,6 +63,7 @@ def deliver(settings: Settings, event_id: str, data: bytes) -> str:
             redis.command("XADD", STREAM, "*", "e", data)
         return "stream"
     except Exception:  # unreachable, slow, refusing, misconfigured, out of time: the spool takes it
+        _disarm()  # the spool write must not be cut short by the watchdog
         spool_event(settings.spool_dir, event_id, data)
         return "spool"
 
@@ -84,6 +85,10 @@ def _out_of_time(signum: int, frame: object) -> None:
     raise OutOfTime(f"the hook ran out of its {DEADLINE_S:g} s")
 
 
+def _disarm() -> None:
+    signal.setitimer(signal.ITIMER_REAL, 0)
+
+
 def record_hook(argv: list[str], stdin: BinaryIO | None, environ: Environ) -> str:
     """Turn one hook invocation into an event; where it went: stream, spool or dead-letter."""
     settings = Settings.from_env(environ)
@@ -103,10 +108,11 @@ def record_hook(argv: list[str], stdin: BinaryIO | None, environ: Environ) -> st
             source=SOURCE_CLAUDE_CODE,
         )
         return deliver(settings, event_id, data)
-    except Rejected as e:
+    except (Rejected, OutOfTime) as e:
         reason = str(e)
     except Exception as e:  # a bug or a full disk: keep the input and the reason all the same
         reason = f"internal error: {e!r}"
+    _disarm()
     write_dead_letter(settings.dead_letter_dir, "hook", reason, raw, argv)
     return "dead-letter"
 
@@ -119,5 +125,8 @@ def main(argv: list[str]) -> int:
         # it fires, the event goes to the spool, or the input to a dead letter, and we return.
         signal.signal(signal.SIGALRM, _out_of_time)
         signal.setitimer(signal.ITIMER_REAL, DEADLINE_S)
-        record_hook(argv, getattr(sys.stdin, "buffer", None), os.environ)
+        try:
+            record_hook(argv, getattr(sys.stdin, "buffer", None), os.environ)
+        finally:
+            _disarm()
     return 0

@@ -34,7 +34,7 @@ class Address:
         self.path: str | None = None
         self.db = 0
         self.tls = url.startswith("rediss://")
-        if url.startswith("unix://") and not any(c in url for c in "?@%"):
+        if url.startswith("unix://") and not any(c in url for c in "?@%#"):
             self.path = url[len("unix://") :]  # the embedded default: no parser needed (urllib costs 3 ms)
             return
         try:
@@ -50,14 +50,14 @@ class Address:
             raise ValueError(f"unsupported scheme {parts.scheme!r}")
         query = {k: v[0] for k, v in parse_qs(parts.query).items()}
         self.username = unquote(parts.username) if parts.username else None
-        self.password = query.get("password") or (unquote(parts.password) if parts.password else None)
+        self.password = unquote(parts.password) if parts.password else query.get("password")
         if parts.scheme == "unix":
             self.path = unquote(parts.path)
         else:
             self.host = parts.hostname or "localhost"
             self.port = parts.port or 6379
             db = parts.path.strip("/")
-            if db:
+            if db.isdigit():  # redis-py ignores any other path
                 self.db = int(db)
         if "db" in query:
             self.db = int(query["db"])
@@ -71,6 +71,51 @@ def _encode(args: tuple[bytes | str, ...]) -> bytes:
     return b"".join(out)
 
 
+def _addresses(host: str, port: int, timeout: float) -> list[tuple[int, tuple[str, int]]]:
+    """(family, address) pairs for `host`, within `timeout`.
+
+    No signal interrupts a DNS lookup (the C library retries), so a name is resolved in a
+    thread we stop waiting for; an IP literal needs no lookup.
+    """
+    for family in (socket.AF_INET, socket.AF_INET6):
+        try:
+            socket.inet_pton(family, host)
+        except OSError:
+            continue
+        return [(family, (host, port))]
+    import threading
+
+    found: list[tuple[int, tuple[str, int]]] = []
+
+    def lookup() -> None:
+        try:
+            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except OSError:
+            return
+        found.extend((info[0], (str(info[4][0]), int(info[4][1]))) for info in infos)
+
+    thread = threading.Thread(target=lookup, daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if not found:
+        raise RedisUnavailable(f"cannot resolve {host!r} within {timeout:g} s")
+    return list(found)
+
+
+def _connect_tcp(host: str, port: int, timeout: float) -> socket.socket:
+    error: OSError = RedisUnavailable(f"no address for {host!r}")
+    for family, address in _addresses(host, port, max(timeout, 0.1)):
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.settimeout(timeout)
+        try:
+            sock.connect(address)
+            return sock
+        except OSError as e:
+            sock.close()
+            error = e
+    raise error
+
+
 class Connection:
     """One socket to the server, with a deadline for connecting and for each reply."""
 
@@ -82,7 +127,7 @@ class Connection:
                 sock.settimeout(connect_timeout)
                 sock.connect(address.path)
             else:
-                sock = socket.create_connection((address.host, address.port), timeout=connect_timeout)
+                sock = _connect_tcp(address.host or "localhost", address.port, connect_timeout)
             if address.tls:
                 import ssl
 

@@ -7,6 +7,7 @@ sends it again later, and the dispatcher drops the repeat by event id.
 """
 
 import os
+import time
 from collections.abc import Callable, Iterator
 
 from schemas.files import sync_directory, write_durably
@@ -18,13 +19,33 @@ def spool_event(spool_dir: str, event_id: str, data: bytes) -> str:
     return write_durably(spool_dir, event_id + SUFFIX, data)
 
 
-def spooled(spool_dir: str) -> list[str]:
-    """Paths of the spooled events, oldest first."""
+def spooled(spool_dir: str, abandoned_after_s: float = 60.0) -> list[str]:
+    """Paths of the spooled events, oldest first.
+
+    With them, the temp files of hooks that died before renaming theirs, once they are older
+    than `abandoned_after_s`: such a file may hold a whole event (or half of one, which the
+    dispatcher turns into a dead letter), and nothing else would ever deliver it.
+    """
     try:
         names = os.listdir(spool_dir)
     except FileNotFoundError:
         return []
-    return [os.path.join(spool_dir, n) for n in sorted(names) if n.endswith(SUFFIX) and not n.startswith(".")]
+    old = time.time() - abandoned_after_s
+    found = []
+    for name in names:
+        path = os.path.join(spool_dir, name)
+        if not name.startswith(".") and name.endswith(SUFFIX):
+            found.append((name, path))
+        elif name.startswith(".") and name.endswith(".tmp") and _mtime(path) < old:
+            found.append((name[1:], path))
+    return [path for _, path in sorted(found)]
+
+
+def _mtime(path: str) -> float:
+    try:
+        return os.path.getmtime(path)
+    except FileNotFoundError:  # renamed meanwhile: it will be listed next time
+        return float("inf")
 
 
 def _chunks(paths: list[str], size: int) -> Iterator[list[str]]:

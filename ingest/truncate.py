@@ -3,6 +3,10 @@
 A tool response can be megabytes (a file read, a build log). Every string longer than the
 limit keeps its beginning and end around a marker that says how much was cut; if the event
 is still too large, the limit shrinks until it fits.
+
+Each kept piece can be cleaned (redacted) on the way: the cleaning sees a few KiB beyond the
+cut, so a secret that straddles it is still recognised whole, and a megabyte string costs
+no more to redact than its kept pieces.
 """
 
 from __future__ import annotations
@@ -15,28 +19,40 @@ if TYPE_CHECKING:
 STRING_LIMIT = 32_768
 EVENT_LIMIT = 512 * 1024
 _TAIL = 1024
+# What cleaning sees beyond a cut: longer than any secret, private keys included (an RSA-8192
+# key in PEM is about 6,400 characters), so none is cut out of its own pattern.
+_MARGIN = 8192
 
 
-def _cut(text: str, limit: int) -> str:
+def _cut(text: str, limit: int, clean: Callable[[str], str] | None) -> str:
     if len(text) <= limit:
         return text
     tail = min(_TAIL, limit // 4)
     head = limit - tail
-    return f"{text[:head]}\n…[reverie: truncated {len(text) - head - tail} characters]…\n{text[-tail:]}"
+    first, last = text[: head + _MARGIN], text[-(tail + _MARGIN) :]
+    if clean is not None:
+        first, last = clean(first), clean(last)
+    return f"{first[:head]}\n…[reverie: truncated {len(text) - head - tail} characters]…\n{last[-tail:]}"
 
 
-def truncate_strings(value: Any, limit: int = STRING_LIMIT, max_items: int | None = None) -> Any:
-    """The same JSON value with every string longer than `limit` cut to about that length,
-    and, given `max_items`, every list and object cut to that many items (and a marker)."""
+def truncate_strings(
+    value: Any,
+    limit: int = STRING_LIMIT,
+    max_items: int | None = None,
+    clean: Callable[[str], str] | None = None,
+) -> Any:
+    """The same JSON value with every string longer than `limit` cut to about that length
+    (each kept piece passed through `clean`), and, given `max_items`, every list and object
+    cut to that many items (and a marker)."""
     if isinstance(value, str):
-        return _cut(value, limit)
+        return _cut(value, limit, clean)
     if isinstance(value, dict):
         items = list(value.items())
         if max_items is not None and len(items) > max_items:
             items = [*items[:max_items], ("reverie_truncated", f"{len(value) - max_items} more keys")]
-        return {k: truncate_strings(v, limit, max_items) for k, v in items}
+        return {k: truncate_strings(v, limit, max_items, clean) for k, v in items}
     if isinstance(value, list):
-        kept = [truncate_strings(v, limit, max_items) for v in value[:max_items]]
+        kept = [truncate_strings(v, limit, max_items, clean) for v in value[:max_items]]
         if max_items is not None and len(value) > max_items:
             kept.append(f"…[reverie: {len(value) - max_items} more items]")
         return kept

@@ -40,7 +40,7 @@ def _up_detached(settings: Settings, workers: int) -> int:
     log_path = os.path.join(settings.run_dir, "stack.log")
     with open(log_path, "ab") as log_file:
         process = subprocess.Popen(
-            [sys.executable, "-m", "reverie", "up", "--workers", str(workers)],
+            [sys.executable, "-P", "-m", "reverie", "up", "--workers", str(workers)],
             stdin=subprocess.DEVNULL,
             stdout=log_file,
             stderr=log_file,

@@ -20,13 +20,18 @@ QUEUE = "reverie"
 _MAX_SOCKET_PATH = 100
 
 
+def _quote_path(path: str) -> str:
+    """A path as a URL path: what a URL parser would read otherwise ('%', '?', '#') escaped."""
+    return path.replace("%", "%25").replace("?", "%3F").replace("#", "%23")
+
+
 class Settings:
     __slots__ = ("embedded", "home", "redis_url")
 
     def __init__(self, home: str, redis_url: str | None = None) -> None:
         self.home = os.path.abspath(home)
         self.embedded = not redis_url
-        self.redis_url = redis_url or f"unix://{self.socket_path}"
+        self.redis_url = redis_url or "unix://" + _quote_path(self.socket_path)
 
     @classmethod
     def from_env(cls, environ: "Mapping[str, str] | None" = None) -> "Settings":

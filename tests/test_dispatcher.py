@@ -204,3 +204,20 @@ def test_entries_that_break_anything_are_dead_lettered_whole(
     assert len(letters) == 2
     assert {letter["body"] is not None for letter in letters} == {True}  # kept whole, to replay
     assert any('"v":70000' in letter["body"] for letter in letters)
+
+
+def test_a_hook_that_died_mid_spool_is_delivered_once_its_file_is_old(
+    dispatcher: Dispatcher, client: fakeredis.FakeRedis, settings: Settings
+) -> None:
+    event_id, data = event("half spooled")
+    os.makedirs(settings.spool_dir)
+    temp = os.path.join(settings.spool_dir, f".{event_id}.json.4242.tmp")
+    with open(temp, "wb") as f:
+        f.write(data)
+    dispatcher.drain_spool()
+    assert os.path.exists(temp)  # young: the hook may still be writing it
+    os.utime(temp, (0, 0))
+    dispatcher.drain_spool()
+    assert not os.path.exists(temp)
+    dispatcher.archive(dispatcher.read(">"))
+    assert archived_ids(settings) == [event_id]

@@ -17,11 +17,12 @@ from hypothesis import settings as examples
 from hypothesis import strategies as st
 from rq import Queue
 
-from ingest.redact import redact
+from ingest.redact import redact, redact_text
 from ingest.truncate import truncate_strings
 from schemas.kinds import HOOK_KINDS
 from schemas.settings import QUEUE, STREAM, Settings
 from tests.conftest import BIN, TRANSCRIPTS, Stack, fixture_payloads, run_hook, wait_for
+from workers.supervisor import running_pid
 
 pytestmark = pytest.mark.integration
 
@@ -60,7 +61,7 @@ def test_every_fixture_payload_is_archived_with_its_fields(stack: Stack, env: di
     stored = stack.query("select kind, session_id, agent, source, payload::varchar from events")
     expected = sorted(
         (HOOK_KINDS[p["hook_event_name"]], p["session_id"], p.get("agent_id", "main"), "claude-code",
-         canonical(redact(truncate_strings(p))))
+         canonical(redact(truncate_strings(p, clean=redact_text))))
         for _, p in payloads
     )  # fmt: skip
     got = sorted(
@@ -254,7 +255,8 @@ def test_up_detached_status_and_down(env: dict[str, str], settings: Settings) ->
     finally:
         down = subprocess.run([str(BIN), "down"], env=env, capture_output=True, text=True, timeout=120)
     assert down.returncode == 0 and "stopped" in down.stdout
-    assert not os.path.exists(os.path.join(settings.run_dir, "reverie.pid"))
+    assert running_pid(settings) is None
+    assert Path(settings.run_dir, "reverie.pid").read_text() == ""
     assert not Path(f"/proc/{server}").exists()
     down_status = subprocess.run([str(BIN), "status", "--json"], env=env, capture_output=True, text=True)
     assert down_status.returncode == 1 and json.loads(down_status.stdout)["reachable"] is False
@@ -264,7 +266,7 @@ def test_sigterm_stops_the_stack_and_all_its_processes(stack: Stack) -> None:
     server = server_pid(stack.settings)
     assert stack.stop() == 0
     assert not Path(f"/proc/{server}").exists()
-    assert not os.path.exists(os.path.join(stack.settings.run_dir, "reverie.pid"))
+    assert running_pid(stack.settings) is None
 
 
 def test_the_stack_restarts_a_process_that_dies(stack: Stack) -> None:

@@ -109,3 +109,28 @@ def test_values_under_secret_keys_are_redacted_at_any_depth() -> None:
 )
 def test_a_secret_never_survives_whatever_surrounds_it(before: str, secret: str, after: str) -> None:
     assert secret not in redact_text(f"{before} {secret} {after}")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "line one\\nghp_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",  # after an escaped newline
+        "key=%3DAIzaSyA-1234567890abcdefghijklmnopqrstu",  # after a percent-encoded byte
+        "Authorization: Basic dXNlcjpwYXNz",  # user:pass, no digit, no padding
+        "curl --token abcd1234 https://x",
+    ],
+)
+def test_secrets_in_escaped_encoded_and_flag_forms_are_redacted(text: str) -> None:
+    redacted = redact_text(text)
+    assert "[REDACTED:" in redacted
+    assert not any(s in redacted for s in ("ghp_AbCd", "AIzaSyA", "dXNlcjpwYXNz", "abcd1234"))
+
+
+def test_a_secret_across_a_cut_is_redacted_in_the_piece_that_is_kept() -> None:
+    from ingest.truncate import STRING_LIMIT, truncate_strings
+
+    token = "ghp_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
+    for offset in range(STRING_LIMIT - 1024 - 40, STRING_LIMIT - 1024 + 1):  # every place around the cut
+        text = "x" * offset + " " + token + " " + "y" * 100_000
+        kept = truncate_strings(text, clean=redact_text)
+        assert "ghp_AbCd" not in kept and "AbCdEfGhIjKl" not in kept

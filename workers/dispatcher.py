@@ -107,6 +107,7 @@ class Dispatcher:
                     raise
                 log.warning("group.missing", error=str(e))  # the server lost its data: start again
                 next_upkeep = 0.0
+                stop.wait(1.0)
         self.close()
         log.info("dispatcher.stopped", archived=self.archived_count)
 
@@ -159,9 +160,12 @@ class Dispatcher:
         the spool files are deleted next."""
         append_to_stream(self.redis, batch)
         try:
-            self.redis.execute_command("WAITAOF", 1, 0, 5000)  # type: ignore[no-untyped-call]
+            synced, _ = self.redis.execute_command("WAITAOF", 1, 0, 1000)  # type: ignore[no-untyped-call]
         except redis.ResponseError as e:  # a shared Redis without an append-only file
             log.warning("spool.drained_without_fsync", error=str(e))
+            return
+        if synced < 1:  # keep the spool files; the next round sends them again (dedup by id)
+            raise redis.TimeoutError("the server did not write the drained events to disk within 1 s")
 
     def _decode(self, entry_id: bytes, fields: dict[bytes, bytes] | None) -> Event | None:
         if fields is None:  # deleted from the stream after it was read: archived already

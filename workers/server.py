@@ -18,13 +18,18 @@ def server_binary() -> str:
     return str(get_binary_path())
 
 
+def _quoted(path: str) -> str:
+    """A path as a config-file string (the data directory may hold spaces or quotes)."""
+    return '"' + path.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 def server_config(settings: Settings) -> str:
     return "\n".join(
         [
             "port 0",
-            f"unixsocket {settings.socket_path}",
+            f"unixsocket {_quoted(settings.socket_path)}",
             "unixsocketperm 700",
-            f"dir {settings.redis_dir}",
+            f"dir {_quoted(settings.redis_dir)}",
             "appendonly yes",
             "appendfsync everysec",
             'save ""',

@@ -27,13 +27,22 @@ PID_FILE = "reverie.pid"
 STABLE_AFTER_S = 60.0  # a process that ran this long and died is restarted without delay
 
 
-def _die_with_parent() -> None:
-    """In the child, before exec: receive SIGTERM when the supervisor dies, even by SIGKILL."""
-    if sys.platform == "linux":
-        import ctypes
+def _parent_death_signal() -> Callable[[], None] | None:
+    """What a child runs before exec to get SIGTERM when this process dies, even by SIGKILL
+    (Linux's PR_SET_PDEATHSIG); None elsewhere."""
+    if sys.platform != "linux":
+        return None
+    import ctypes
 
-        PR_SET_PDEATHSIG = 1
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    parent = os.getpid()
+
+    def arm() -> None:
+        prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        if os.getppid() != parent:  # the supervisor died before the line above
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return arm
 
 
 class ProcessSpec(msgspec.Struct, frozen=True):
@@ -59,12 +68,12 @@ class Child:
         self.restart_at: float | None = None
         self.started_at = 0.0
 
-    def start(self) -> None:
+    def start(self, preexec: Callable[[], None] | None) -> None:
         self.process = subprocess.Popen(
             # -P: a folder named like one of ours in the caller's directory must not shadow it
             [sys.executable, "-P", "-m", "reverie", *self.spec.command],
             process_group=0,  # Ctrl-C reaches the supervisor only, which stops the stack in order
-            preexec_fn=_die_with_parent,
+            preexec_fn=preexec,
         )
         self.started_at = time.monotonic()
         log.info("process.started", process=self.spec.name, pid=self.process.pid)
@@ -101,9 +110,10 @@ class Supervisor:
         self.children = [Child(spec) for spec in process_layout(settings, workers)]
         self.grace = grace
         self.stopping = threading.Event()
+        self.preexec = _parent_death_signal()
 
     def run(self) -> int:
-        for signum in (signal.SIGINT, signal.SIGTERM):
+        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             signal.signal(signum, lambda *_: self.stopping.set())
         try:
             pid_lock = hold_pid_file(self.settings)
@@ -119,13 +129,12 @@ class Supervisor:
         finally:
             for child in reversed(self.children):
                 child.stop(self.grace)
-            os.unlink(pid_file(self.settings))  # ours: we hold its lock
-            pid_lock.close()
+            release_pid_file(pid_lock)
             log.info("stack.stopped")
 
     def _start_all(self) -> bool:
         for child in self.children:
-            child.start()
+            child.start(self.preexec)
             if child.spec.name == "server" and not self._wait_for_server(child):
                 log.error("server.not_ready", url=self.settings.redis_url)
                 return False
@@ -146,14 +155,14 @@ class Supervisor:
             if child.restart_at is None:
                 if now - child.started_at > STABLE_AFTER_S:
                     child.restarts = 0
-                pause = min(30.0, 0.5 * 2**child.restarts)
+                pause = min(30.0, 0.5 * 2 ** min(child.restarts, 6))
                 code = child.process.returncode if child.process else None
                 log.error("process.exited", process=child.spec.name, code=code, restart_in=pause)
                 child.restart_at = now + pause
             elif now >= child.restart_at:
                 child.restarts += 1
                 child.restart_at = None
-                child.start()
+                child.start(self.preexec)
 
 
 def pid_file(settings: Settings) -> str:
@@ -170,7 +179,8 @@ def hold_pid_file(settings: Settings) -> TextIO:
     """Lock the pid file for this process's lifetime and write our pid in it; keep the handle.
 
     The lock, not the pid, says whether a stack runs: it dies with its process, so a stale
-    file or a recycled pid can never pass for a running stack.
+    file or a recycled pid can never pass for a running stack. The file is never removed
+    (only emptied), so every process locks the same file.
     """
     os.makedirs(settings.run_dir, mode=0o700, exist_ok=True)
     handle = open(pid_file(settings), "a+")  # noqa: SIM115 (held while the stack runs)
@@ -187,11 +197,21 @@ def hold_pid_file(settings: Settings) -> TextIO:
     return handle
 
 
+def release_pid_file(handle: TextIO) -> None:
+    handle.seek(0)
+    handle.truncate()
+    handle.close()
+
+
 def running_pid(settings: Settings) -> int | None:
     """The pid of the running stack for this data directory, if there is one."""
     try:
         with open(pid_file(settings)) as handle:
-            return None if _try_lock(handle, fcntl.LOCK_SH) else _pid_in(handle)
+            if _try_lock(handle, fcntl.LOCK_SH):
+                return None
+            # held: by a stack that may be starting and not have written its pid yet
+            _wait_until(lambda: _pid_in(handle) is not None, timeout=2.0)
+            return _pid_in(handle)
     except FileNotFoundError:
         return None
 
