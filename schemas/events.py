@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 import msgspec
 
-from schemas import kinds
+from schemas import kinds, memory
 
 
 class HookPayload(msgspec.Struct, kw_only=True):
@@ -118,6 +118,22 @@ Payload = (
     | Notification
     | MemoryRemembered
     | MemoryRetrieved
+    | memory.EntityObserved
+    | memory.FactAsserted
+    | memory.FactSuperseded
+    | memory.FactReconsolidated
+    | memory.FactExpired
+    | memory.EpisodeRecorded
+    | memory.EpisodeConsolidated
+    | memory.SignalDetected
+    | memory.PreferenceCrystallized
+    | memory.FailureRecurring
+    | memory.TierPromoted
+    | memory.ActivationRecorded
+    | memory.CommunityDetected
+    | memory.OpinionFormed
+    | memory.OpinionRevised
+    | memory.ObservationFormed
 )
 
 PAYLOAD_TYPES: dict[str, type[Payload]] = {
@@ -136,6 +152,22 @@ PAYLOAD_TYPES: dict[str, type[Payload]] = {
     kinds.NOTIFICATION: Notification,
     kinds.MEMORY_REMEMBERED: MemoryRemembered,
     kinds.MEMORY_RETRIEVED: MemoryRetrieved,
+    kinds.ENTITY_OBSERVED: memory.EntityObserved,
+    kinds.FACT_ASSERTED: memory.FactAsserted,
+    kinds.FACT_SUPERSEDED: memory.FactSuperseded,
+    kinds.FACT_RECONSOLIDATED: memory.FactReconsolidated,
+    kinds.FACT_EXPIRED: memory.FactExpired,
+    kinds.EPISODE_RECORDED: memory.EpisodeRecorded,
+    kinds.EPISODE_CONSOLIDATED: memory.EpisodeConsolidated,
+    kinds.SIGNAL_DETECTED: memory.SignalDetected,
+    kinds.PREFERENCE_CRYSTALLIZED: memory.PreferenceCrystallized,
+    kinds.FAILURE_RECURRING: memory.FailureRecurring,
+    kinds.TIER_PROMOTED: memory.TierPromoted,
+    kinds.ACTIVATION_RECORDED: memory.ActivationRecorded,
+    kinds.COMMUNITY_DETECTED: memory.CommunityDetected,
+    kinds.OPINION_FORMED: memory.OpinionFormed,
+    kinds.OPINION_REVISED: memory.OpinionRevised,
+    kinds.OBSERVATION_FORMED: memory.ObservationFormed,
 }
 
 
@@ -170,8 +202,14 @@ def decode_event(data: bytes | str) -> Event:
         bytes(event.payload).decode("utf-8")  # the log stores it as text
     except (msgspec.DecodeError, UnicodeDecodeError) as e:
         raise InvalidEvent(f"envelope: {e}") from None
+    _check_provenance(event.kind, event.caused_by)
     payload_of(event)
     return event
+
+
+def _check_provenance(kind: str, caused_by: tuple[str, ...]) -> None:
+    if kind in kinds.DERIVED_KINDS and not caused_by:
+        raise InvalidEvent(f"{kind} is derived: caused_by must name the events it came from")
 
 
 def payload_of(event: Event) -> Payload:
@@ -203,6 +241,7 @@ def make_event(
     caused_by: tuple[str, ...] = (),
 ) -> Event:
     """Build an event in Python (the hook path builds the same JSON without msgspec)."""
+    _check_provenance(kind, caused_by)
     return Event(
         id=id,
         kind=kind,

@@ -16,6 +16,33 @@ NOTIFICATION = "notification"
 MEMORY_REMEMBERED = "memory.remembered"
 MEMORY_RETRIEVED = "memory.retrieved"
 
+# Derived kinds: appended by the workers that think, from the events in `caused_by`.
+ENTITY_OBSERVED = "entity.observed"
+FACT_ASSERTED = "fact.asserted"
+FACT_SUPERSEDED = "fact.superseded"
+FACT_RECONSOLIDATED = "fact.reconsolidated"
+FACT_EXPIRED = "fact.expired"
+EPISODE_RECORDED = "episode.recorded"
+EPISODE_CONSOLIDATED = "episode.consolidated"
+SIGNAL_DETECTED = "signal.detected"
+PREFERENCE_CRYSTALLIZED = "preference.crystallized"
+FAILURE_RECURRING = "failure.recurring"
+TIER_PROMOTED = "tier.promoted"
+ACTIVATION_RECORDED = "activation.recorded"
+COMMUNITY_DETECTED = "community.detected"
+OPINION_FORMED = "opinion.formed"
+OPINION_REVISED = "opinion.revised"
+OBSERVATION_FORMED = "observation.formed"
+
+DERIVED_KINDS = frozenset(
+    {
+        ENTITY_OBSERVED, FACT_ASSERTED, FACT_SUPERSEDED, FACT_RECONSOLIDATED, FACT_EXPIRED,
+        EPISODE_RECORDED, EPISODE_CONSOLIDATED, SIGNAL_DETECTED, PREFERENCE_CRYSTALLIZED,
+        FAILURE_RECURRING, TIER_PROMOTED, ACTIVATION_RECORDED, COMMUNITY_DETECTED, OPINION_FORMED,
+        OPINION_REVISED, OBSERVATION_FORMED,
+    }
+)  # fmt: skip
+
 # Claude Code's hook_event_name -> the kind of event it records.
 HOOK_KINDS: dict[str, str] = {
     "SessionStart": SESSION_STARTED,

@@ -1,0 +1,176 @@
+"""What memory is made of: the payloads of derived events and the vocabularies they use.
+
+Workers that think (extraction, signal tracking, promotion, dream consolidation, forgetting,
+reflection) never write tables: they append these events, each with `caused_by` naming the
+events it came from, and the projector folds them. So every memory can say why it is
+believed, and a replay rebuilds memory without thinking again.
+
+Identifiers (`entity_id`, `fact_id`, ...) are chosen by the worker that first makes the thing
+(an event id is a good choice); later events refer to them.
+"""
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+import msgspec
+
+# Tulving's kinds of long-term memory.
+MemoryType = Literal["episodic", "semantic", "procedural"]
+# Hindsight's four networks: facts about the world, what the agent went through, what it
+# believes (with a confidence), and what it concluded by looking at the rest.
+Network = Literal["world", "experience", "opinion", "observation"]
+# Where a memory goes when the context budget is shared out.
+Category = Literal["stack", "context", "decisions", "errors", "patterns"]
+# How two entities can be related (the last one when none of the others fits).
+Relation = Literal[
+    "uses", "depends_on", "part_of", "is_a", "implements", "configures", "calls", "defines",
+    "tests", "fixes", "causes", "breaks", "replaces", "prefers", "avoids", "decided",
+    "works_on", "owns", "located_in", "related_to",
+]  # fmt: skip
+EntityType = Literal[
+    "person", "project", "repository", "file", "directory", "module", "function", "class",
+    "library", "tool", "command", "service", "config", "error", "concept", "task", "other",
+]  # fmt: skip
+Tier = Literal["working", "short_term", "long_term", "archived"]
+Confidence = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
+Sentiment = Annotated[float, msgspec.Meta(ge=-1.0, le=1.0)]
+
+
+class EntityObserved(msgspec.Struct, kw_only=True):
+    entity_id: str
+    type: EntityType
+    name: str
+    normalized_name: str
+    aliases: list[str] = []
+    properties: dict[str, Any] = {}
+
+
+class FactAsserted(msgspec.Struct, kw_only=True):
+    """A statement believed true from `valid_at` (until `invalid_at`, if known)."""
+
+    fact_id: str
+    source: str  # entity_id
+    relation: Relation
+    target: str | None = None  # entity_id
+    description: str
+    confidence: Confidence = 1.0
+    memory_type: MemoryType = "semantic"
+    network: Network = "world"
+    category: Category = "context"
+    valid_at: datetime | None = None
+    invalid_at: datetime | None = None
+
+
+class FactSuperseded(msgspec.Struct, kw_only=True):
+    """The fact stopped being true (at `invalid_at`): `by_fact_id` says what is true now."""
+
+    fact_id: str
+    by_fact_id: str | None = None
+    invalid_at: datetime | None = None
+    reason: str = ""
+
+
+class FactReconsolidated(msgspec.Struct, kw_only=True):
+    """Recalled and rewritten: a new wording or confidence for the same fact."""
+
+    fact_id: str
+    description: str | None = None
+    confidence: Confidence | None = None
+    reason: str = ""
+
+
+class FactExpired(msgspec.Struct, kw_only=True):
+    """Forgotten: no longer recalled (the fact's history stays in the log)."""
+
+    fact_id: str
+    reason: str = ""
+
+
+class EpisodeRecorded(msgspec.Struct, kw_only=True):
+    episode_id: str
+    session_id: str | None = None
+    title: str
+    summary: str
+    started_at: datetime
+    ended_at: datetime | None = None
+    outcome: Literal["success", "failure", "partial", "unknown"] = "unknown"
+    entities: list[str] = []
+    emotional_weight: float = 1.0
+
+
+class EpisodeConsolidated(msgspec.Struct, kw_only=True):
+    """Episodes merged by a dream cycle into one that stands for them."""
+
+    episode_id: str
+    from_episodes: list[str]
+    title: str
+    summary: str
+
+
+class SignalDetected(msgspec.Struct, kw_only=True):
+    signal_id: str
+    signal: Literal["correction", "preference", "frustration", "praise", "confusion", "decision"]
+    text: str
+    subject: str | None = None  # entity_id
+    sentiment: Sentiment = 0.0
+
+
+class PreferenceCrystallized(msgspec.Struct, kw_only=True):
+    """A preference that recurred often enough to hold."""
+
+    preference_id: str
+    subject: str | None = None  # entity_id
+    statement: str
+    strength: Confidence
+    evidence: int  # how many signals support it
+
+
+class FailureRecurring(msgspec.Struct, kw_only=True):
+    failure_id: str
+    signature: str  # what identifies the failure across occurrences
+    occurrences: int
+    example: str
+    last_seen: datetime
+
+
+class TierPromoted(msgspec.Struct, kw_only=True):
+    memory_id: str
+    from_tier: Tier
+    to_tier: Tier
+    reason: str = ""
+
+
+class ActivationRecorded(msgspec.Struct, kw_only=True):
+    """A memory was used: the input of ACT-R base-level activation and FSRS stability."""
+
+    memory_id: str
+    at: datetime
+    cause: Literal["retrieved", "used", "reinforced", "co_retrieved"] = "retrieved"
+    weight: float = 1.0
+
+
+class CommunityDetected(msgspec.Struct, kw_only=True):
+    community_id: str
+    members: list[str]  # entity_ids
+    label: str = ""
+
+
+class OpinionFormed(msgspec.Struct, kw_only=True):
+    opinion_id: str
+    subject: str | None = None  # entity_id
+    statement: str
+    confidence: Confidence
+
+
+class OpinionRevised(msgspec.Struct, kw_only=True):
+    opinion_id: str
+    statement: str | None = None
+    confidence: Confidence | None = None
+    reason: str = ""
+
+
+class ObservationFormed(msgspec.Struct, kw_only=True):
+    observation_id: str
+    statement: str
+    about: list[str] = []  # entity_ids
+    confidence: Confidence = 1.0
