@@ -9,7 +9,6 @@ one RQ job per batch) until the stream is empty. Prints one JSON line.
 """
 
 import argparse
-import glob
 import json
 import logging
 import os
@@ -18,29 +17,16 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Any
 
 import redis
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
-from ingest.envelope import encode_event  # noqa: E402
-from schemas.ids import new_event_id, utc_now_iso  # noqa: E402
-from schemas.kinds import HOOK_KINDS, SOURCE_CLAUDE_CODE  # noqa: E402
+from benchmarks.common import hook_events  # noqa: E402
 from schemas.settings import STREAM, Settings  # noqa: E402
 from workers.dispatcher import Dispatcher, append_to_stream  # noqa: E402
 from workers.logs import configure_logging  # noqa: E402
-
-PAYLOADS = os.path.join(HERE, "..", "..", "shared", "fixtures", "claude-code", "hook-payloads")
-
-
-def fixture_payloads() -> list[dict[str, Any]]:
-    found = []
-    for path in sorted(glob.glob(os.path.join(PAYLOADS, "*", "*.json"))):
-        with open(path) as f:
-            found += json.load(f)
-    return found
 
 
 def main() -> None:
@@ -65,20 +51,7 @@ def main() -> None:
                 break
             except (redis.ConnectionError, FileNotFoundError):
                 time.sleep(0.05)
-        payloads = fixture_payloads()
-        now = utc_now_iso()
-        events = [
-            encode_event(
-                HOOK_KINDS[p["hook_event_name"]],
-                p,
-                event_id=new_event_id(),
-                ts=now,
-                recorded_at=now,
-                project="bench",
-                source=SOURCE_CLAUDE_CODE,
-            )
-            for p in (payloads[i % len(payloads)] for i in range(args.events))
-        ]
+        events = hook_events(args.events)
         for start in range(0, len(events), 2000):
             append_to_stream(client, events[start : start + 2000])
         dispatcher = Dispatcher(settings, client, consumer="bench", batch_size=args.batch, block_ms=10)

@@ -98,11 +98,17 @@ class EventLog:
 
     def count(self) -> int:
         """How many events the log holds (as closely as a compaction running meanwhile allows)."""
-        total = 0
-        for path in self.segments():
-            with contextlib.suppress(FileNotFoundError):
-                total += pq.read_metadata(path).num_rows
-        return total
+        return sum(self.rows(self.segments()).values())
+
+    def rows(self, segments: list[str]) -> dict[str, int]:
+        """How many events each segment holds (0 for one a compaction just removed)."""
+        counts = {}
+        for path in segments:
+            try:
+                counts[path] = pq.read_metadata(path).num_rows
+            except FileNotFoundError:
+                counts[path] = 0
+        return counts
 
     def append(self, events: list[Event]) -> str:
         """Write one segment holding `events` (sorted by id); its path."""

@@ -1,7 +1,9 @@
-"""SQL over what reverie captured, through DuckDB: views over the event log and dead letters.
+"""SQL over what reverie captured, through DuckDB: the event log, dead letters, projections.
 
-Each query opens its own in-memory DuckDB over the Parquet segments, so `reverie sql` never
-competes with a writer for a database file and sees every segment written so far.
+Each query opens its own in-memory DuckDB: views over the Parquet segments (every segment
+written so far) and over the projector's last published snapshot, attached read-only. So
+`reverie sql` never competes with a writer for a database file, and the projector never
+waits for a reader.
 """
 
 import glob
@@ -11,6 +13,11 @@ from typing import Any
 import duckdb
 
 from projections.event_log import SEGMENT_GLOB, EventLog
+from projections.store import SCHEMA_SQL, current_store
+from schemas.settings import Settings
+
+# the projector's own tables, not for reading
+_BOOKKEEPING = {"meta", "folded", "folded_segments", "tool_requests"}
 
 _EMPTY_EVENTS = """
 CREATE VIEW events AS SELECT * FROM (VALUES (
@@ -30,9 +37,33 @@ def _quote(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def connect(event_log_dir: str, dead_letter_dir: str) -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB with the views `events` and `dead_letters`."""
+def connect(settings: Settings) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB with views over the event log, the dead letters and the projections."""
     db = duckdb.connect(":memory:")
+    _event_views(db, settings.event_log_dir, settings.dead_letter_dir)
+    _projection_views(db, settings.projections_dir)
+    return db
+
+
+def _projection_views(db: duckdb.DuckDBPyConnection, root: str) -> None:
+    """The tables of the last published snapshot (empty ones before the first), as views."""
+    store = current_store(root)
+    if store is not None and os.path.exists(store.snapshot):
+        db.execute(f"ATTACH {_quote(store.snapshot)} AS projections (READ_ONLY)")
+    else:
+        db.execute("ATTACH ':memory:' AS projections")
+        db.execute("USE projections")
+        db.execute(SCHEMA_SQL)
+        db.execute("USE memory")
+    tables = db.execute(
+        "SELECT table_name FROM duckdb_tables() WHERE database_name = 'projections' AND NOT internal"
+    ).fetchall()
+    for (table,) in tables:
+        if table not in _BOOKKEEPING:
+            db.execute(f'CREATE VIEW main."{table}" AS SELECT * FROM projections."{table}"')
+
+
+def _event_views(db: duckdb.DuckDBPyConnection, event_log_dir: str, dead_letter_dir: str) -> None:
     if EventLog(event_log_dir).segments():
         pattern = _quote(os.path.join(event_log_dir, SEGMENT_GLOB))
         db.execute(
@@ -49,7 +80,6 @@ def connect(event_log_dir: str, dead_letter_dir: str) -> duckdb.DuckDBPyConnecti
         )
     else:
         db.execute(_EMPTY_DEAD_LETTERS)
-    return db
 
 
 class QueryResult:

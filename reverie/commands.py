@@ -75,9 +75,17 @@ def _parser() -> argparse.ArgumentParser:
     fmt.add_argument("--json", action="store_true", help="one JSON object per row")
     fmt.add_argument("--csv", action="store_true", help="CSV with a header row")
 
+    sub.add_parser(
+        "replay",
+        help="rebuild every projection from the event log and swap it in",
+        description="Folds the whole event log, in event-id order, into a fresh store, then swaps it in "
+        "atomically (a running projector follows). No thinking worker runs again: derived events are in "
+        "the log.",
+    )
     sub.add_parser("server", help="(Procfile) run the embedded Redis-compatible server in the foreground")
     dispatch = sub.add_parser("dispatch", help="(Procfile) run the dispatcher: stream -> event log")
     dispatch.add_argument("--name", help="consumer name in the group (default: this host's name)")
+    sub.add_parser("project", help="(Procfile) run the projector: event log -> DuckDB tables")
     sub.add_parser("worker", help="(Procfile) run an RQ worker for reverie's jobs")
     return parser
 
@@ -109,6 +117,10 @@ def run(argv: list[str]) -> int:
             return stack.server()
         case "dispatch":
             return stack.dispatch(args.name)
+        case "project":
+            return stack.project()
+        case "replay":
+            return stack.replay()
         case "worker":
             return stack.worker()
     raise AssertionError(args.command)  # argparse accepts only the commands above

@@ -9,10 +9,18 @@ from decimal import Decimal
 from typing import Any
 
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
+
+
+def progress_bar() -> Progress:
+    """A progress bar on stderr: what is being done, how far, how long so far."""
+    return Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err
+    )
 
 
 def fail(message: str) -> int:

@@ -4,26 +4,19 @@ import os
 import time
 
 import redis
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ingest.dead_letters import write_dead_letter
 from ingest.transcripts import BadLine, find_transcripts, read_transcript
 from projections.event_log import EventLog
 from projections.sql import connect as sql_connect
 from projections.sql import query
-from reverie.console import err, fail, out, print_rows
+from reverie.console import fail, out, print_rows, progress_bar
 from schemas.settings import Settings
 from workers.dispatcher import append_to_stream
 from workers.redis_client import connect
 from workers.status import stack_status
 
 _BATCH = 500
-
-
-def _progress() -> Progress:
-    return Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err
-    )
 
 
 def import_transcripts(paths: list[str], wait: bool = True) -> int:
@@ -46,7 +39,7 @@ def import_transcripts(paths: list[str], wait: bool = True) -> int:
     known = EventLog(settings.event_log_dir).archived_ids()
     live = _sessions_recorded_live(settings)
     sent = seen = bad = skipped = 0
-    with _progress() as progress:
+    with progress_bar() as progress:
         task = progress.add_task("reading transcripts", total=len(files))
         for path in files:
             batch: list[bytes] = []
@@ -88,14 +81,14 @@ def import_transcripts(paths: list[str], wait: bool = True) -> int:
 
 
 def _sessions_recorded_live(settings: Settings) -> set[str]:
-    db = sql_connect(settings.event_log_dir, settings.dead_letter_dir)
+    db = sql_connect(settings)
     rows = query(db, "SELECT DISTINCT session_id FROM events WHERE source = 'claude-code'").rows
     return {row[0] for row in rows if row[0]}
 
 
 def _wait_until_archived(settings: Settings, sent: int, timeout: float = 300) -> bool:
     deadline = time.monotonic() + timeout
-    with _progress() as progress:
+    with progress_bar() as progress:
         task = progress.add_task("archiving", total=sent)
         while time.monotonic() < deadline:
             state = stack_status(settings)
@@ -109,7 +102,7 @@ def _wait_until_archived(settings: Settings, sent: int, timeout: float = 300) ->
 
 
 def _summary(settings: Settings) -> None:
-    db = sql_connect(settings.event_log_dir, settings.dead_letter_dir)
+    db = sql_connect(settings)
     result = query(
         db,
         "SELECT kind, count(*) AS events, count(DISTINCT session_id) AS sessions, "

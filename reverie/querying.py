@@ -13,7 +13,7 @@ def sql(text: str, fmt: str) -> int:
     settings = Settings.from_env()
     if text == "-":
         text = sys.stdin.read()
-    db = connect(settings.event_log_dir, settings.dead_letter_dir)
+    db = connect(settings)
     try:
         result = query(db, text)
     except duckdb.Error as e:

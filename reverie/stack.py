@@ -10,7 +10,7 @@ import time
 
 import msgspec
 
-from reverie.console import err, fail, out
+from reverie.console import err, fail, out, progress_bar
 from schemas.settings import QUEUE, Settings
 
 
@@ -141,6 +141,33 @@ def dispatch(name: str | None) -> int:
     configure_logging(json=True)
     settings = Settings.from_env()
     Dispatcher(settings, connect(settings), consumer=name).run(_stop_on_signals())
+    return 0
+
+
+def project() -> int:
+    from workers.logs import configure_logging
+    from workers.projection import run_projector
+
+    configure_logging(json=True)
+    run_projector(Settings.from_env(), _stop_on_signals())
+    return 0
+
+
+def replay() -> int:
+    from projections.event_log import EventLog
+    from projections.projector import replay as rebuild
+
+    settings = Settings.from_env()
+    total = EventLog(settings.event_log_dir).count()
+    with progress_bar() as progress:
+        task = progress.add_task("folding events", total=total)
+        folded = rebuild(
+            settings.event_log_dir,
+            settings.projections_dir,
+            progress=lambda n: progress.update(task, completed=n),
+        )
+        progress.update(task, completed=total)
+    out.print(f"replayed {folded} events into a fresh store, now current")
     return 0
 
 

@@ -72,6 +72,11 @@ class Settings:
         return self._path("events")
 
     @property
+    def projections_dir(self) -> str:
+        """The tables folded from the log (DuckDB), rebuilt by `reverie replay`."""
+        return self._path("projections")
+
+    @property
     def redis_dir(self) -> str:
         """The embedded server's working directory (its append-only file)."""
         return self._path("redis")

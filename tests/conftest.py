@@ -104,7 +104,7 @@ class Stack:
     def query(self, sql: str) -> list[tuple[Any, ...]]:
         from projections.sql import connect
 
-        return connect(self.settings.event_log_dir, self.settings.dead_letter_dir).execute(sql).fetchall()
+        return connect(self.settings).execute(sql).fetchall()
 
 
 @pytest.fixture

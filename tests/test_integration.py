@@ -371,3 +371,27 @@ def test_whatever_arrives_the_hook_process_exits_0_and_prints_nothing(
 ) -> None:
     result = run_hook(raw, env, *args)
     assert (result.returncode, result.stdout, result.stderr) == (0, b"", b"")
+
+
+def test_sql_reads_the_projections_while_the_projector_writes(stack: Stack, env: dict[str, str]) -> None:
+    import threading
+
+    writer = threading.Thread(target=lambda: [run_hook(prompt(f"p{i}"), env) for i in range(120)])
+    writer.start()
+    counts: list[int] = []
+    try:
+        while writer.is_alive() or (counts and counts[-1] < 120):
+            result = subprocess.run(
+                [str(BIN), "sql", "select count(*) from prompts", "--csv"],
+                env=env,
+                capture_output=True,
+                text=True,
+            )
+            assert result.returncode == 0, result.stderr
+            counts.append(int(result.stdout.splitlines()[1]))
+            assert len(counts) < 500, "the projections never caught up"
+    finally:
+        writer.join()
+    assert counts == sorted(counts)  # each read sees a consistent snapshot, never going back
+    assert counts[-1] == 120
+    assert stack.query("select count(*) from sessions") == [(1,)]

@@ -13,7 +13,7 @@ from tests.test_dispatcher import event
 
 
 def test_the_views_exist_on_an_empty_home(settings: Settings) -> None:
-    db = connect(settings.event_log_dir, settings.dead_letter_dir)
+    db = connect(settings)
     assert query(db, "select count(*) from events").rows == [(0,)]
     assert query(db, "select count(*) from dead_letters").rows == [(0,)]
     assert "payload" in query(db, "select * from events").columns
@@ -24,7 +24,7 @@ def test_events_and_their_payload_json_are_queryable(settings: Settings) -> None
     log.append([decode_event(event(f"prompt {i}")[1]) for i in range(3)])
     log.append([decode_event(event("later")[1])])
     write_dead_letter(settings.dead_letter_dir, "hook", "not JSON", b"garbage")
-    db = connect(settings.event_log_dir, settings.dead_letter_dir)
+    db = connect(settings)
     rows = query(db, "select payload->>'prompt' from events").rows
     assert sorted(r[0] for r in rows) == ["later", "prompt 0", "prompt 1", "prompt 2"]
     assert query(db, "select stage, reason, head from dead_letters").rows == [("hook", "not JSON", "garbage")]

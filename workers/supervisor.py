@@ -54,6 +54,7 @@ def process_layout(settings: Settings, workers: int = 1) -> list[ProcessSpec]:
     """The processes of the stack, in start order (the Procfile says the same)."""
     layout = [ProcessSpec("server", ["server"])] if settings.embedded else []
     layout.append(ProcessSpec("dispatcher", ["dispatch"]))
+    layout.append(ProcessSpec("projector", ["project"]))
     layout += [
         ProcessSpec("worker" if workers == 1 else f"worker.{i + 1}", ["worker"]) for i in range(workers)
     ]

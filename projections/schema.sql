@@ -1,0 +1,122 @@
+-- The projections: tables folded from the event log by projections/folds.sql.
+-- Changing anything here means raising PROJECTION_SCHEMA_VERSION in projections/store.py:
+-- a store of another version is rebuilt by replay.
+
+CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR);
+-- what has been folded: every event once, and the segments already read
+CREATE TABLE folded (id VARCHAR PRIMARY KEY);
+CREATE TABLE folded_segments (name VARCHAR PRIMARY KEY);
+
+-- observed: what happened in the sessions
+CREATE TABLE sessions (
+    session_id VARCHAR PRIMARY KEY,
+    project VARCHAR,
+    started_at TIMESTAMPTZ,
+    start_source VARCHAR,      -- startup, resume, clear, compact
+    ended_at TIMESTAMPTZ,
+    end_reason VARCHAR,
+    cwd VARCHAR,
+    transcript_path VARCHAR,
+    first_event_at TIMESTAMPTZ,
+    last_event_at TIMESTAMPTZ,
+    events BIGINT,
+    prompts BIGINT,
+    tool_uses BIGINT,
+    errors BIGINT
+);
+CREATE TABLE prompts (
+    event_id VARCHAR PRIMARY KEY, session_id VARCHAR, project VARCHAR, agent VARCHAR,
+    ts TIMESTAMPTZ, prompt VARCHAR, chars BIGINT
+);
+CREATE TABLE tool_requests (tool_use_id VARCHAR PRIMARY KEY, event_id VARCHAR, ts TIMESTAMPTZ);
+CREATE TABLE tool_uses (
+    event_id VARCHAR PRIMARY KEY, session_id VARCHAR, project VARCHAR, agent VARCHAR,
+    ts TIMESTAMPTZ, tool_use_id VARCHAR, tool VARCHAR,
+    input_summary VARCHAR,      -- the command, the file or the pattern; else the input's start
+    outcome VARCHAR,            -- ok, error
+    duration_ms DOUBLE,         -- from the PreToolUse of the same tool_use_id, when recorded
+    files_touched VARCHAR[]
+);
+CREATE TABLE errors (
+    event_id VARCHAR PRIMARY KEY, session_id VARCHAR, project VARCHAR, ts TIMESTAMPTZ,
+    tool VARCHAR, error VARCHAR
+);
+CREATE TABLE messages (         -- the assistant's last words of each turn
+    event_id VARCHAR PRIMARY KEY, session_id VARCHAR, project VARCHAR, agent VARCHAR,
+    ts TIMESTAMPTZ, text VARCHAR
+);
+CREATE TABLE subagents (
+    agent_id VARCHAR PRIMARY KEY, session_id VARCHAR, agent_type VARCHAR,
+    started_at TIMESTAMPTZ, stopped_at TIMESTAMPTZ, last_message VARCHAR, transcript_path VARCHAR
+);
+CREATE TABLE compactions (
+    event_id VARCHAR PRIMARY KEY, session_id VARCHAR, ts TIMESTAMPTZ,
+    phase VARCHAR,              -- started, finished
+    trigger VARCHAR, instructions VARCHAR, summary VARCHAR
+);
+CREATE TABLE remembered (event_id VARCHAR PRIMARY KEY, project VARCHAR, ts TIMESTAMPTZ, text VARCHAR, tags VARCHAR[]);
+CREATE TABLE retrievals (
+    event_id VARCHAR PRIMARY KEY, session_id VARCHAR, project VARCHAR, ts TIMESTAMPTZ,
+    query VARCHAR, results VARCHAR[], scores DOUBLE[]
+);
+
+-- derived: memory. `*_by` columns hold the id of the event that last changed the row: an
+-- older event arriving late never overwrites a newer one, so any delivery order folds alike.
+CREATE TABLE entities (
+    entity_id VARCHAR PRIMARY KEY, type VARCHAR, name VARCHAR, normalized_name VARCHAR,
+    aliases VARCHAR[], properties JSON, first_seen TIMESTAMPTZ, last_seen TIMESTAMPTZ,
+    observations BIGINT, updated_by VARCHAR
+);
+CREATE TABLE facts (
+    fact_id VARCHAR PRIMARY KEY,
+    source VARCHAR, relation VARCHAR, target VARCHAR, description VARCHAR, confidence DOUBLE,
+    memory_type VARCHAR, network VARCHAR, category VARCHAR,
+    valid_at TIMESTAMPTZ,       -- world time: when it became true
+    invalid_at TIMESTAMPTZ,     -- world time: when it stopped being true
+    created_at TIMESTAMPTZ,     -- system time: when reverie learned it
+    expired_at TIMESTAMPTZ,     -- system time: when reverie stopped holding it
+    superseded_by VARCHAR,
+    reconsolidations BIGINT,
+    asserted_by VARCHAR, described_by VARCHAR, superseded_event VARCHAR, expired_event VARCHAR
+);
+CREATE TABLE fact_history (     -- every change to a fact after its assertion
+    event_id VARCHAR PRIMARY KEY, fact_id VARCHAR, ts TIMESTAMPTZ, kind VARCHAR,
+    description VARCHAR, confidence DOUBLE, reason VARCHAR
+);
+CREATE TABLE provenance (        -- which observed events each derived event came from
+    event_id VARCHAR, kind VARCHAR, subject VARCHAR, caused_by VARCHAR,
+    PRIMARY KEY (event_id, caused_by)
+);
+CREATE TABLE episodes (
+    episode_id VARCHAR PRIMARY KEY, session_id VARCHAR, title VARCHAR, summary VARCHAR,
+    started_at TIMESTAMPTZ, ended_at TIMESTAMPTZ, outcome VARCHAR, entities VARCHAR[],
+    emotional_weight DOUBLE, consolidated_into VARCHAR, recorded_at TIMESTAMPTZ
+);
+CREATE TABLE activation_log (
+    event_id VARCHAR PRIMARY KEY, memory_id VARCHAR, activated_at TIMESTAMPTZ, cause VARCHAR, weight DOUBLE
+);
+CREATE TABLE signals (
+    signal_id VARCHAR PRIMARY KEY, event_id VARCHAR, session_id VARCHAR, ts TIMESTAMPTZ,
+    signal VARCHAR, text VARCHAR, subject VARCHAR, sentiment DOUBLE
+);
+CREATE TABLE preferences (
+    preference_id VARCHAR PRIMARY KEY, subject VARCHAR, statement VARCHAR, strength DOUBLE,
+    evidence BIGINT, crystallized_at TIMESTAMPTZ, updated_by VARCHAR
+);
+CREATE TABLE failures (
+    failure_id VARCHAR PRIMARY KEY, signature VARCHAR, occurrences BIGINT, example VARCHAR,
+    last_seen TIMESTAMPTZ, updated_by VARCHAR
+);
+CREATE TABLE tiers (memory_id VARCHAR PRIMARY KEY, tier VARCHAR, since TIMESTAMPTZ, updated_by VARCHAR);
+CREATE TABLE communities (
+    community_id VARCHAR PRIMARY KEY, members VARCHAR[], label VARCHAR, detected_at TIMESTAMPTZ,
+    updated_by VARCHAR
+);
+CREATE TABLE opinions (
+    opinion_id VARCHAR PRIMARY KEY, subject VARCHAR, statement VARCHAR, confidence DOUBLE,
+    formed_at TIMESTAMPTZ, revised_at TIMESTAMPTZ, revisions BIGINT, formed_by VARCHAR, updated_by VARCHAR
+);
+CREATE TABLE observations (
+    observation_id VARCHAR PRIMARY KEY, statement VARCHAR, about VARCHAR[], confidence DOUBLE,
+    formed_at TIMESTAMPTZ
+);

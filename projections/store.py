@@ -1,0 +1,115 @@
+"""Where the projections live: generations of a DuckDB file, one of them current.
+
+    projections/
+        current -> store-<id>        a symlink, swapped atomically by replay
+        store-<id>/memory.duckdb     the projector's own file (DuckDB: one writer, nobody else)
+        store-<id>/snapshot.duckdb   a copy published after each fold, for every reader
+        .lock                        held by the one projector
+
+DuckDB lets one process hold a file for writing and refuses every other process, even a
+read-only one. So readers never open the projector's file: they open the last published
+snapshot, which is replaced by rename (a reader that has it open keeps its copy).
+"""
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import shutil
+from pathlib import Path
+from typing import TextIO
+
+import duckdb
+
+from projections.folds import FOLDS
+from schemas.files import sync_directory
+from schemas.ids import new_event_id
+
+SCHEMA_SQL = (Path(__file__).parent / "schema.sql").read_text()
+# Any change to the tables or to how events fold into them makes another version: a store of
+# another version is rebuilt from the log.
+SCHEMA_VERSION = hashlib.blake2b(
+    "\n".join([SCHEMA_SQL, *(sql for _, sql in FOLDS)]).encode(), digest_size=8
+).hexdigest()
+DATABASE = "memory.duckdb"
+SNAPSHOT = "snapshot.duckdb"
+CURRENT = "current"
+
+
+class StoreBusy(RuntimeError):
+    """Another process is projecting into these stores."""
+
+
+class Store:
+    """One generation of the projections."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.database = os.path.join(path, DATABASE)
+        self.snapshot = os.path.join(path, SNAPSHOT)
+
+    def connect(self) -> duckdb.DuckDBPyConnection:
+        """The writer's connection; creates the tables in a new store."""
+        db = duckdb.connect(self.database)
+        if not db.execute("SELECT 1 FROM duckdb_tables() WHERE table_name = 'meta'").fetchall():
+            db.execute("BEGIN")
+            db.execute(SCHEMA_SQL)
+            db.execute("INSERT INTO meta VALUES ('schema_version', ?)", [SCHEMA_VERSION])
+            db.execute("COMMIT")
+        return db
+
+    def publish(self, db: duckdb.DuckDBPyConnection) -> None:
+        """Make what `db` holds now the snapshot that readers open."""
+        db.execute("CHECKPOINT")
+        temp = self.snapshot + ".tmp"
+        shutil.copyfile(self.database, temp)
+        with open(temp, "rb") as f:
+            os.fsync(f.fileno())
+        os.replace(temp, self.snapshot)
+        sync_directory(self.path)
+
+
+def schema_version(db: duckdb.DuckDBPyConnection) -> str | None:
+    rows = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall()
+    return rows[0][0] if rows else None
+
+
+def current_store(root: str) -> Store | None:
+    link = os.path.join(root, CURRENT)
+    if not os.path.isdir(link):
+        return None
+    return Store(os.path.realpath(link))
+
+
+def new_store(root: str) -> Store:
+    path = os.path.join(root, f"store-{new_event_id()}")
+    os.makedirs(path, mode=0o700)
+    return Store(path)
+
+
+def make_current(root: str, store: Store) -> Store | None:
+    """Swap `store` in as the current one, atomically; the one it replaced."""
+    previous = current_store(root)
+    temp = os.path.join(root, f".{CURRENT}.{os.getpid()}")
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(temp)
+    os.symlink(os.path.basename(store.path), temp)
+    os.replace(temp, os.path.join(root, CURRENT))
+    sync_directory(root)
+    return previous
+
+
+def remove_store(store: Store) -> None:
+    shutil.rmtree(store.path, ignore_errors=True)
+
+
+def lock_projections(root: str) -> TextIO:
+    """Hold the projections for this process alone (one projector); keep the handle open."""
+    os.makedirs(root, mode=0o700, exist_ok=True)
+    handle = open(os.path.join(root, ".lock"), "w")  # noqa: SIM115 (held while we live)
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        raise StoreBusy(f"another process is projecting into {root}") from None
+    return handle

@@ -1,0 +1,418 @@
+"""Folding the log into DuckDB: per kind, idempotent, independent of arrival order, replayable."""
+
+import os
+import subprocess
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import duckdb
+import pytest
+
+from ingest.transcripts import ImportedEvent, find_transcripts, read_transcript
+from projections.event_log import EventLog
+from projections.projector import Projector, replay
+from projections.store import current_store
+from schemas import events, kinds, memory
+from schemas.ids import new_event_id
+from schemas.settings import Settings
+from tests.conftest import BIN, TRANSCRIPTS
+
+T0 = datetime(2026, 11, 22, 9, 0, tzinfo=UTC)
+TABLES = [
+    "sessions",
+    "prompts",
+    "tool_uses",
+    "errors",
+    "messages",
+    "subagents",
+    "compactions",
+    "remembered",
+    "retrievals",
+    "entities",
+    "facts",
+    "fact_history",
+    "provenance",
+    "episodes",
+    "activation_log",
+    "signals",
+    "preferences",
+    "failures",
+    "tiers",
+    "communities",
+    "opinions",
+    "observations",
+    "folded",
+]
+
+
+def at(seconds: float) -> datetime:
+    return T0 + timedelta(seconds=seconds)
+
+
+def observed(kind: str, seconds: float, session: str = "s1", **payload: Any) -> events.Event:
+    when = at(seconds)
+    return events.make_event(
+        kind,
+        {"session_id": session, **payload},
+        id=new_event_id(int(when.timestamp() * 1000)),
+        ts=when,
+        recorded_at=when,
+        project="-repo",
+        source=kinds.SOURCE_CLAUDE_CODE,
+        session_id=session,
+        agent=payload.get("agent_id", "main"),
+    )
+
+
+def derived(kind: str, seconds: float, payload: events.Payload, cause: str = "01CAUSE") -> events.Event:
+    when = at(seconds)
+    return events.make_event(
+        kind,
+        payload,
+        id=new_event_id(int(when.timestamp() * 1000)),
+        ts=when,
+        recorded_at=when,
+        project="-repo",
+        source=kinds.SOURCE_WORKER,
+        caused_by=(cause,),
+    )
+
+
+class Folding:
+    """An event log and a projector over it, in a scratch data directory."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.log = EventLog(settings.event_log_dir)
+        self.projector = Projector(settings.event_log_dir, settings.projections_dir)
+
+    def fold(self, *batches: list[events.Event]) -> duckdb.DuckDBPyConnection:
+        if self.projector.db is None:
+            self.projector.open()
+        for batch in batches:
+            self.log.append(batch)
+            self.projector.catch_up()
+        assert self.projector.db is not None
+        return self.projector.db
+
+
+@pytest.fixture
+def folding(settings: Settings) -> Folding:
+    return Folding(settings)
+
+
+def rows(db: duckdb.DuckDBPyConnection, sql: str) -> list[tuple[Any, ...]]:
+    return db.execute(sql).fetchall()
+
+
+def checksums(db: duckdb.DuckDBPyConnection) -> dict[str, str]:
+    return {
+        table: rows(
+            db, f"SELECT md5(coalesce(string_agg(t::VARCHAR, '|' ORDER BY t::VARCHAR), '')) FROM {table} t"
+        )[0][0]
+        for table in TABLES
+    }
+
+
+def a_session() -> list[events.Event]:
+    return [
+        observed(kinds.SESSION_STARTED, 0, source="startup", cwd="/repo", transcript_path="/t/s1.jsonl"),
+        observed(kinds.PROMPT_SUBMITTED, 1, prompt="fix the build"),
+        observed(kinds.TOOL_REQUESTED, 2, tool_name="Bash", tool_use_id="t1", tool_input={"command": "make"}),
+        observed(
+            kinds.TOOL_USED,
+            3.5,
+            tool_name="Bash",
+            tool_use_id="t1",
+            tool_input={"command": "make"},
+            tool_response={"stdout": "ok"},
+        ),
+        observed(
+            kinds.TOOL_FAILED,
+            4,
+            tool_name="Edit",
+            tool_use_id="t2",
+            tool_input={"file_path": "/repo/a.py"},
+            error="old_string not found",
+        ),
+        observed(kinds.ASSISTANT_STOPPED, 5, last_assistant_message="The build passes."),
+        observed(kinds.SUBAGENT_STARTED, 6, agent_id="a1", agent_type="Explore"),
+        observed(
+            kinds.SUBAGENT_STOPPED,
+            8,
+            agent_id="a1",
+            agent_type="Explore",
+            last_assistant_message="found it",
+            agent_transcript_path="/t/a1.jsonl",
+        ),
+        observed(kinds.COMPACTION_STARTED, 9, trigger="auto", custom_instructions=None),
+        observed(kinds.COMPACTION_FINISHED, 10, trigger="auto"),
+        events.make_event(
+            kinds.MEMORY_REMEMBERED,
+            events.MemoryRemembered(text="use uv", tags=["tooling"]),
+            id=new_event_id(int(at(11).timestamp() * 1000)),
+            ts=at(11),
+            recorded_at=at(11),
+            project="-repo",
+            source=kinds.SOURCE_CLI,
+        ),
+        observed(kinds.MEMORY_RETRIEVED, 12, query="build", results=["f1", "f2"], scores=[0.9, 0.5]),
+        observed(kinds.SESSION_ENDED, 13, reason="logout"),
+    ]
+
+
+def test_a_session_folds_into_its_tables(folding: Folding) -> None:
+    db = folding.fold(a_session())
+    assert rows(
+        db,
+        "SELECT session_id, project, start_source, end_reason, cwd, events, prompts, tool_uses, errors, "
+        "started_at = first_event_at, ended_at = last_event_at FROM sessions",
+    ) == [("s1", "-repo", "startup", "logout", "/repo", 12, 1, 2, 1, True, True)]
+    assert rows(db, "SELECT prompt, chars FROM prompts") == [("fix the build", 13)]
+    assert rows(
+        db, "SELECT tool, input_summary, outcome, duration_ms, files_touched FROM tool_uses ORDER BY ts"
+    ) == [
+        ("Bash", "make", "ok", 1500.0, []),
+        ("Edit", "/repo/a.py", "error", None, ["/repo/a.py"]),
+    ]
+    assert rows(db, "SELECT tool, error FROM errors") == [("Edit", "old_string not found")]
+    assert rows(db, "SELECT text FROM messages ORDER BY ts") == [("The build passes.",), ("found it",)]
+    assert rows(db, "SELECT agent_id, agent_type, stopped_at - started_at, last_message FROM subagents") == [
+        ("a1", "Explore", timedelta(seconds=2), "found it")
+    ]
+    assert rows(db, "SELECT phase, trigger FROM compactions ORDER BY ts") == [
+        ("started", "auto"),
+        ("finished", "auto"),
+    ]
+    assert rows(db, "SELECT text, tags FROM remembered") == [("use uv", ["tooling"])]
+    assert rows(db, "SELECT query, results, scores FROM retrievals") == [("build", ["f1", "f2"], [0.9, 0.5])]
+
+
+def test_a_duration_is_known_whichever_of_pre_and_post_is_folded_first(folding: Folding) -> None:
+    pre = observed(kinds.TOOL_REQUESTED, 0, tool_name="Read", tool_use_id="t9")
+    post = observed(kinds.TOOL_USED, 0.25, tool_name="Read", tool_use_id="t9")
+    db = folding.fold([post], [pre])
+    assert rows(db, "SELECT duration_ms FROM tool_uses") == [(250.0,)]
+
+
+def test_an_event_in_two_segments_is_folded_once(folding: Folding) -> None:
+    prompt = observed(kinds.PROMPT_SUBMITTED, 1, prompt="once")
+    db = folding.fold([prompt], [prompt, observed(kinds.PROMPT_SUBMITTED, 2, prompt="twice?")])
+    assert rows(db, "SELECT events, prompts FROM sessions") == [(2, 2)]
+    assert rows(db, "SELECT count(*) FROM folded") == [(2,)]
+
+
+def memory_story() -> list[events.Event]:
+    m = memory
+    return [
+        derived(
+            kinds.ENTITY_OBSERVED,
+            1,
+            m.EntityObserved(
+                entity_id="e1", type="library", name="duckdb", normalized_name="duckdb", aliases=["duck"]
+            ),
+        ),
+        derived(
+            kinds.ENTITY_OBSERVED,
+            2,
+            m.EntityObserved(
+                entity_id="e1", type="library", name="DuckDB", normalized_name="duckdb", aliases=["duckdb-py"]
+            ),
+        ),
+        derived(
+            kinds.FACT_ASSERTED,
+            3,
+            m.FactAsserted(
+                fact_id="f1",
+                source="e0",
+                relation="uses",
+                target="e1",
+                description="uses DuckDB 1.x",
+                confidence=0.8,
+                category="stack",
+                valid_at=at(0),
+            ),
+        ),
+        derived(kinds.FACT_RECONSOLIDATED, 4, m.FactReconsolidated(fact_id="f1", confidence=0.9)),
+        derived(kinds.FACT_RECONSOLIDATED, 5, m.FactReconsolidated(fact_id="f1", description="uses DuckDB")),
+        derived(
+            kinds.FACT_ASSERTED,
+            6,
+            m.FactAsserted(
+                fact_id="f2",
+                source="e0",
+                relation="uses",
+                target="e1",
+                description="uses DuckDB 2.0",
+                valid_at=at(6),
+            ),
+        ),
+        derived(kinds.FACT_SUPERSEDED, 7, m.FactSuperseded(fact_id="f1", by_fact_id="f2", reason="upgraded")),
+        derived(kinds.FACT_EXPIRED, 8, m.FactExpired(fact_id="f2", reason="unused")),
+        derived(
+            kinds.EPISODE_RECORDED,
+            9,
+            m.EpisodeRecorded(episode_id="p1", title="a", summary="a", started_at=at(0), ended_at=at(5)),
+        ),
+        derived(
+            kinds.EPISODE_RECORDED,
+            10,
+            m.EpisodeRecorded(episode_id="p2", title="b", summary="b", started_at=at(6), outcome="failure"),
+        ),
+        derived(
+            kinds.EPISODE_CONSOLIDATED,
+            11,
+            m.EpisodeConsolidated(
+                episode_id="p3", from_episodes=["p1", "p2"], title="ab", summary="a then b"
+            ),
+        ),
+        derived(kinds.ACTIVATION_RECORDED, 12, m.ActivationRecorded(memory_id="f2", at=at(12))),
+        derived(
+            kinds.SIGNAL_DETECTED,
+            13,
+            m.SignalDetected(signal_id="g1", signal="correction", text="no", sentiment=-0.5),
+        ),
+        derived(
+            kinds.PREFERENCE_CRYSTALLIZED,
+            14,
+            m.PreferenceCrystallized(preference_id="r1", statement="uv", strength=0.6, evidence=2),
+        ),
+        derived(
+            kinds.PREFERENCE_CRYSTALLIZED,
+            15,
+            m.PreferenceCrystallized(preference_id="r1", statement="uv", strength=0.8, evidence=3),
+        ),
+        derived(
+            kinds.FAILURE_RECURRING,
+            16,
+            m.FailureRecurring(
+                failure_id="x1", signature="pytz", occurrences=2, example="...", last_seen=at(16)
+            ),
+        ),
+        derived(
+            kinds.TIER_PROMOTED,
+            17,
+            m.TierPromoted(memory_id="f2", from_tier="short_term", to_tier="long_term"),
+        ),
+        derived(kinds.COMMUNITY_DETECTED, 18, m.CommunityDetected(community_id="c1", members=["e1", "e0"])),
+        derived(
+            kinds.OPINION_FORMED,
+            19,
+            m.OpinionFormed(opinion_id="o1", statement="DuckDB fits", confidence=0.7),
+        ),
+        derived(kinds.OPINION_REVISED, 20, m.OpinionRevised(opinion_id="o1", confidence=0.4, reason="locks")),
+        derived(
+            kinds.OBSERVATION_FORMED,
+            21,
+            m.ObservationFormed(observation_id="b1", statement="tests are slow", about=["e0"]),
+        ),
+    ]
+
+
+def test_memory_folds_into_its_tables(folding: Folding) -> None:
+    db = folding.fold(memory_story())
+    assert rows(db, "SELECT name, aliases, observations FROM entities") == [
+        ("DuckDB", ["duck", "duckdb-py"], 2)
+    ]
+    assert rows(
+        db,
+        "SELECT fact_id, description, confidence, reconsolidations, invalid_at, superseded_by, "
+        "expired_at IS NOT NULL FROM facts ORDER BY fact_id",
+    ) == [
+        ("f1", "uses DuckDB", 0.9, 2, at(7), "f2", False),
+        ("f2", "uses DuckDB 2.0", 1.0, 0, None, None, True),
+    ]
+    assert rows(db, "SELECT kind, count(*) FROM fact_history GROUP BY kind ORDER BY kind") == [
+        ("fact.expired", 1),
+        ("fact.reconsolidated", 2),
+        ("fact.superseded", 1),
+    ]
+    assert rows(db, "SELECT count(DISTINCT event_id), min(caused_by) FROM provenance") == [(21, "01CAUSE")]
+    assert rows(
+        db, "SELECT episode_id, consolidated_into, started_at, ended_at FROM episodes ORDER BY 1"
+    ) == [("p1", "p3", at(0), at(5)), ("p2", "p3", at(6), None), ("p3", None, at(0), at(6))]
+    assert rows(db, "SELECT memory_id, activated_at FROM activation_log") == [("f2", at(12))]
+    assert rows(db, "SELECT signal, sentiment FROM signals") == [("correction", -0.5)]
+    assert rows(db, "SELECT strength, evidence FROM preferences") == [(0.8, 3)]
+    assert rows(db, "SELECT occurrences FROM failures") == [(2,)]
+    assert rows(db, "SELECT tier FROM tiers") == [("long_term",)]
+    assert rows(db, "SELECT members FROM communities") == [(["e0", "e1"],)]
+    assert rows(db, "SELECT statement, confidence, revisions FROM opinions") == [("DuckDB fits", 0.4, 1)]
+    assert rows(db, "SELECT statement, about FROM observations") == [("tests are slow", ["e0"])]
+
+
+def test_the_same_events_in_any_batches_fold_to_the_same_tables(settings: Settings, tmp_path: Any) -> None:
+    story = a_session() + memory_story()
+    together = Folding(settings).fold(story)
+    apart = Folding(Settings(str(tmp_path))).fold(*([e] for e in story))
+    assert checksums(apart) == checksums(together)
+
+
+def test_newer_updates_win_even_when_older_ones_arrive_late(folding: Folding) -> None:
+    m = memory
+    first = derived(
+        kinds.PREFERENCE_CRYSTALLIZED,
+        1,
+        m.PreferenceCrystallized(preference_id="r", statement="old", strength=0.5, evidence=1),
+    )
+    second = derived(
+        kinds.PREFERENCE_CRYSTALLIZED,
+        2,
+        m.PreferenceCrystallized(preference_id="r", statement="new", strength=0.9, evidence=2),
+    )
+    db = folding.fold([second], [first])
+    assert rows(db, "SELECT statement, evidence FROM preferences") == [("new", 2)]
+
+
+def test_replay_builds_the_tables_the_live_projector_built(settings: Settings) -> None:
+    imported = [
+        events.decode_event(i.data)
+        for f in find_transcripts(str(TRANSCRIPTS))
+        for i in read_transcript(f)
+        if isinstance(i, ImportedEvent)
+    ]
+    live = Folding(settings)
+    db = live.fold(*(imported[i : i + 37] for i in range(0, len(imported), 37)))
+    assert rows(db, "SELECT count(*) FROM folded") == [(len(imported),)]
+    before = checksums(db)
+    live_store = live.projector.store
+    live.projector.close()
+    assert replay(settings.event_log_dir, settings.projections_dir) == len(imported)
+    rebuilt = current_store(settings.projections_dir)
+    assert rebuilt is not None and live_store is not None and rebuilt.path != live_store.path
+    assert not os.path.exists(live_store.path)  # the old generation is gone
+    assert checksums(duckdb.connect(rebuilt.snapshot, read_only=True)) == before
+
+
+def test_a_store_of_another_schema_version_is_rebuilt(folding: Folding) -> None:
+    db = folding.fold(a_session())
+    db.execute("UPDATE meta SET value = 'older' WHERE key = 'schema_version'")
+    old = folding.projector.store
+    folding.projector.close()
+    assert folding.projector.open() is True
+    assert (
+        folding.projector.store is not None and old is not None and folding.projector.store.path != old.path
+    )
+    assert rows(folding.projector.db, "SELECT count(*) FROM prompts") == [(1,)]  # type: ignore[arg-type]
+
+
+def test_a_running_projector_follows_a_replay(folding: Folding, settings: Settings) -> None:
+    folding.fold(a_session())
+    replay(settings.event_log_dir, settings.projections_dir)
+    folding.projector.follow()
+    db = folding.fold([observed(kinds.PROMPT_SUBMITTED, 20, prompt="after the replay")])
+    assert rows(db, "SELECT count(*) FROM prompts") == [(2,)]
+
+
+def test_sql_reads_the_snapshot_while_the_projector_holds_its_database(
+    folding: Folding, env: dict[str, str]
+) -> None:
+    folding.fold(a_session())  # the projector keeps memory.duckdb open for writing
+    result = subprocess.run(
+        [str(BIN), "sql", "SELECT prompts, tool_uses FROM sessions", "--csv"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["prompts,tool_uses", "1,2"]
