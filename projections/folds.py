@@ -222,13 +222,15 @@ FOLDS: list[tuple[str, str]] = [
             coalesce((payload->>'confidence')::DOUBLE, 1.0), coalesce(payload->>'memory_type', 'semantic'),
             coalesce(payload->>'network', 'world'), coalesce(payload->>'category', 'context'),
             coalesce((payload->>'valid_at')::TIMESTAMPTZ, ts), (payload->>'invalid_at')::TIMESTAMPTZ,
-            recorded_at, NULL, NULL, 0, id, id, NULL, NULL
+            recorded_at, CASE WHEN payload->>'invalid_at' IS NOT NULL THEN recorded_at END,
+            NULL, NULL, 0, id, id, NULL, NULL
         FROM {_latest(kinds.FACT_ASSERTED, "fact_id")}
         ON CONFLICT (fact_id) DO UPDATE SET
             source = excluded.source, relation = excluded.relation, target = excluded.target,
             description = excluded.description, confidence = excluded.confidence,
             memory_type = excluded.memory_type, network = excluded.network, category = excluded.category,
             valid_at = excluded.valid_at, invalid_at = coalesce(facts.invalid_at, excluded.invalid_at),
+            invalidated_at = coalesce(facts.invalidated_at, excluded.invalidated_at),
             created_at = excluded.created_at, asserted_by = excluded.asserted_by, described_by = excluded.described_by
         WHERE excluded.asserted_by > facts.asserted_by
         """,
@@ -267,6 +269,7 @@ FOLDS: list[tuple[str, str]] = [
         f"""
         UPDATE facts SET
             invalid_at = coalesce((s.payload->>'invalid_at')::TIMESTAMPTZ, s.ts),
+            invalidated_at = s.recorded_at,
             superseded_by = s.payload->>'by_fact_id',
             superseded_event = s.id
         FROM {_latest(kinds.FACT_SUPERSEDED, "fact_id")} s

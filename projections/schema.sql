@@ -74,6 +74,7 @@ CREATE TABLE facts (
     valid_at TIMESTAMPTZ,       -- world time: when it became true
     invalid_at TIMESTAMPTZ,     -- world time: when it stopped being true
     created_at TIMESTAMPTZ,     -- system time: when reverie learned it
+    invalidated_at TIMESTAMPTZ, -- system time: when reverie learned it stopped being true
     expired_at TIMESTAMPTZ,     -- system time: when reverie stopped holding it
     superseded_by VARCHAR,
     reconsolidations BIGINT,

@@ -8,6 +8,7 @@ waits for a reader.
 
 import glob
 import os
+from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -16,6 +17,7 @@ from projections.event_log import SEGMENT_GLOB, EventLog
 from projections.store import SCHEMA_SQL, current_store
 from schemas.settings import Settings
 
+ANALYTICS_SQL = (Path(__file__).parent / "analytics.sql").read_text()
 # the projector's own tables, not for reading
 _BOOKKEEPING = {"meta", "folded", "folded_segments", "tool_requests"}
 
@@ -61,6 +63,7 @@ def _projection_views(db: duckdb.DuckDBPyConnection, root: str) -> None:
     for (table,) in tables:
         if table not in _BOOKKEEPING:
             db.execute(f'CREATE VIEW main."{table}" AS SELECT * FROM projections."{table}"')
+    db.execute(ANALYTICS_SQL)
 
 
 def _event_views(db: duckdb.DuckDBPyConnection, event_log_dir: str, dead_letter_dir: str) -> None:

@@ -65,10 +65,15 @@ def _parser() -> argparse.ArgumentParser:
 
     sql = sub.add_parser(
         "sql",
-        help="run DuckDB SQL over the event log",
-        description="Views: events(id, kind, ts, recorded_at, project, session_id, agent, source, v, "
-        "payload JSON, caused_by) and dead_letters(id, recorded_at, stage, reason, head, size, argv). "
-        "Give - to read the query from stdin.",
+        help="run DuckDB SQL over the event log and the projections",
+        description="The event log: events(id, kind, ts, recorded_at, project, session_id, agent, source, v, "
+        "payload JSON, caused_by), dead_letters(id, recorded_at, stage, reason, head, size, argv). "
+        "Sessions: sessions, prompts, tool_uses, errors, messages, subagents, compactions, remembered, "
+        "retrievals. Memory: entities, facts, fact_history, provenance, episodes, activation_log, signals, "
+        "preferences, failures, tiers, communities, opinions, observations. Analytics: facts_current, "
+        "facts_as_of(valid_time, known_time) (bi-temporal: true at valid_time, as known at known_time), "
+        "tool_usage_per_day, entity_timeline, memory_health. The projections are the projector's last "
+        "published snapshot. Give - to read the query from stdin.",
     )
     sql.add_argument("query", help="the SQL query, or - for stdin")
     fmt = sql.add_mutually_exclusive_group()

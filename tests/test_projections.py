@@ -17,7 +17,7 @@ from schemas.ids import new_event_id
 from schemas.settings import Settings
 from tests.conftest import BIN, TRANSCRIPTS
 
-T0 = datetime(2026, 11, 22, 9, 0, tzinfo=UTC)
+T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)  # in the past: "current" compares with now()
 TABLES = [
     "sessions",
     "prompts",
@@ -416,3 +416,33 @@ def test_sql_reads_the_snapshot_while_the_projector_holds_its_database(
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == ["prompts,tool_uses", "1,2"]
+
+
+def test_the_analytic_views_answer(folding: Folding, settings: Settings) -> None:
+    from projections.sql import connect
+
+    folding.fold(a_session() + memory_story())
+    db = connect(settings)
+    assert rows(db, "SELECT fact_id FROM facts_current") == []  # f1 superseded, f2 forgotten
+    # f1 was true from T0 until T0+7s; reverie learned that it ended at T0+7s
+    assert rows(db, f"SELECT fact_id, invalid_at FROM facts_as_of('{at(5)}', '{at(6.5)}')") == [("f1", None)]
+    assert rows(db, f"SELECT fact_id, invalid_at FROM facts_as_of('{at(5)}', '{at(30)}') ORDER BY 1") == [
+        ("f1", at(7))
+    ]
+    assert rows(db, f"SELECT fact_id FROM facts_as_of('{at(8)}', '{at(30)}')") == []
+    assert rows(db, f"SELECT fact_id FROM facts_as_of('{at(6.5)}', '{at(7.5)}') ORDER BY 1") == [
+        ("f1",),
+        ("f2",),
+    ]
+    assert rows(db, "SELECT tool, uses, errors, median_ms FROM tool_usage_per_day ORDER BY tool") == [
+        ("Bash", 1, 0, 1500.0),
+        ("Edit", 1, 1, None),
+    ]
+    timeline = rows(
+        db, "SELECT what, detail FROM entity_timeline WHERE entity_id = 'e1' ORDER BY happened_at, what"
+    )
+    assert timeline[0] == ("fact: uses", "uses DuckDB") and ("fact ended: uses", "uses DuckDB") in timeline
+    [health] = rows(
+        db, "SELECT facts, reconsolidation_rate, retrieval_hit_rate, embedding_coverage FROM memory_health"
+    )
+    assert health == (0, 0.5, 1.0, None)
