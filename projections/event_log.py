@@ -7,7 +7,6 @@ appending. DuckDB reads the segments directly (see `projections.sql`).
 """
 
 import contextlib
-import fcntl
 import glob
 import os
 import time
@@ -18,7 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from schemas.events import Event
-from schemas.files import sync_directory, write_durably
+from schemas.files import lock_directory, sync_directory, write_durably
 from schemas.ids import new_event_id
 
 SCHEMA = pa.schema(
@@ -40,10 +39,6 @@ SEGMENT_GLOB = "seg-*.parquet"
 COMPACTION_INTENT = "compaction.json"
 
 
-class LogBusy(RuntimeError):
-    """Another process is writing this event log."""
-
-
 class Compaction(msgspec.Struct, frozen=True):
     """A merge of small segments into one, written down before it starts."""
 
@@ -58,16 +53,9 @@ class EventLog:
     def lock(self) -> TextIO:
         """Take the log for this process alone (one archiver per data directory); keep the file open.
 
-        Raises LogBusy if another process holds it.
+        Raises Busy if another process holds it.
         """
-        os.makedirs(self.directory, mode=0o700, exist_ok=True)
-        handle = open(os.path.join(self.directory, ".lock"), "w")  # noqa: SIM115 (held while we live)
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            handle.close()
-            raise LogBusy(f"another process is archiving into {self.directory}") from None
-        return handle
+        return lock_directory(self.directory, f"another process is archiving into {self.directory}")
 
     def segments(self) -> list[str]:
         return sorted(glob.glob(os.path.join(self.directory, SEGMENT_GLOB)))

@@ -12,7 +12,6 @@ snapshot, which is replaced by rename (a reader that has it open keeps its copy)
 """
 
 import contextlib
-import fcntl
 import hashlib
 import os
 import shutil
@@ -22,7 +21,7 @@ from typing import TextIO
 import duckdb
 
 from projections.folds import FOLDS
-from schemas.files import sync_directory
+from schemas.files import lock_directory, sync_directory
 from schemas.ids import new_event_id
 
 SCHEMA_SQL = (Path(__file__).parent / "schema.sql").read_text()
@@ -34,10 +33,6 @@ SCHEMA_VERSION = hashlib.blake2b(
 DATABASE = "memory.duckdb"
 SNAPSHOT = "snapshot.duckdb"
 CURRENT = "current"
-
-
-class StoreBusy(RuntimeError):
-    """Another process is projecting into these stores."""
 
 
 class Store:
@@ -105,11 +100,4 @@ def remove_store(store: Store) -> None:
 
 def lock_projections(root: str) -> TextIO:
     """Hold the projections for this process alone (one projector); keep the handle open."""
-    os.makedirs(root, mode=0o700, exist_ok=True)
-    handle = open(os.path.join(root, ".lock"), "w")  # noqa: SIM115 (held while we live)
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        handle.close()
-        raise StoreBusy(f"another process is projecting into {root}") from None
-    return handle
+    return lock_directory(root, f"another process is projecting into {root}")

@@ -6,6 +6,10 @@ lives here, beside the contracts. Standard library only: the hook uses it.
 
 import os
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import TextIO
+
 
 def write_durably(directory: str, name: str, data: bytes) -> str:
     """Write `data` to `directory/name` atomically (temp file, fsync, rename, fsync the folder)."""
@@ -23,6 +27,25 @@ def write_durably(directory: str, name: str, data: bytes) -> str:
     os.replace(temp, final)
     sync_directory(directory)
     return final
+
+
+class Busy(RuntimeError):
+    """Another process holds the lock."""
+
+
+def lock_directory(directory: str, busy: str) -> "TextIO":
+    """Hold `directory` for this process alone (a lock on its `.lock`, released when the
+    handle closes or the process dies); the handle. Raises Busy, saying `busy`, if taken."""
+    import fcntl
+
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    handle = open(os.path.join(directory, ".lock"), "w")  # noqa: SIM115 (held while the caller lives)
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        raise Busy(busy) from None
+    return handle
 
 
 def sync_directory(directory: str) -> None:

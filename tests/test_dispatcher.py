@@ -176,9 +176,9 @@ def test_run_stops_when_asked(
 def test_one_dispatcher_per_event_log(
     dispatcher: Dispatcher, client: fakeredis.FakeRedis, settings: Settings
 ) -> None:
-    from projections.event_log import LogBusy
+    from schemas.files import Busy
 
-    with pytest.raises(LogBusy, match="another process is archiving"):
+    with pytest.raises(Busy, match="another process is archiving"):
         Dispatcher(settings, client, consumer="other").start()
     dispatcher.close()
     Dispatcher(settings, client, consumer="other").start()

@@ -446,3 +446,14 @@ def test_the_analytic_views_answer(folding: Folding, settings: Settings) -> None
         db, "SELECT facts, reconsolidation_rate, retrieval_hit_rate, embedding_coverage FROM memory_health"
     )
     assert health == (0, 0.5, 1.0, None)
+
+
+def test_one_projector_per_data_directory(settings: Settings) -> None:
+    from projections.store import lock_projections
+    from schemas.files import Busy
+
+    held = lock_projections(settings.projections_dir)
+    with pytest.raises(Busy, match="another process is projecting"):
+        lock_projections(settings.projections_dir)
+    held.close()
+    lock_projections(settings.projections_dir).close()
