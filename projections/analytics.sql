@@ -5,17 +5,7 @@ CREATE VIEW facts_current AS
 SELECT * FROM facts
 WHERE expired_at IS NULL AND (invalid_at IS NULL OR invalid_at > now());
 
--- Bi-temporal time travel: the facts true at `valid_time`, as reverie knew them at `known_time`
--- (a supersession learned after `known_time` is not known yet). Descriptions are the latest;
--- fact_history has the earlier wordings.
-CREATE MACRO facts_as_of(valid_time, known_time) AS TABLE
-SELECT fact_id, source, relation, target, description, confidence, memory_type, network, category,
-    valid_at, CASE WHEN invalidated_at <= known_time THEN invalid_at END AS invalid_at, created_at
-FROM facts
-WHERE created_at <= known_time
-    AND (expired_at IS NULL OR expired_at > known_time)
-    AND valid_at <= valid_time
-    AND (invalid_at IS NULL OR invalidated_at > known_time OR invalid_at > valid_time);
+-- facts_as_of(valid_time, known_time): see FACTS_AS_OF in projections/folds.py.
 
 CREATE VIEW tool_usage_per_day AS
 SELECT date_trunc('day', ts) AS day, project, tool, count(*) AS uses,

@@ -21,8 +21,50 @@ def _latest(kind: str, key: str) -> str:
     )
 
 
+_FACT_KINDS = ", ".join(
+    f"'{k}'"
+    for k in (kinds.FACT_ASSERTED, kinds.FACT_RECONSOLIDATED, kinds.FACT_SUPERSEDED, kinds.FACT_EXPIRED)
+)
+_FACT_STATE = (
+    "source, relation, target, description, confidence, memory_type, network, category, "
+    "valid_at, invalid_at, created_at"
+)
+
+
+def _fact_state(history: str) -> str:
+    """Each fact's state from the fact events in `history`: the newest event says each field."""
+    asserted = f"kind = '{kinds.FACT_ASSERTED}'"
+    shaping = f"kind IN ('{kinds.FACT_ASSERTED}', '{kinds.FACT_RECONSOLIDATED}')"
+    ending = f"kind IN ('{kinds.FACT_ASSERTED}', '{kinds.FACT_SUPERSEDED}')"
+    living = f"kind IN ('{kinds.FACT_ASSERTED}', '{kinds.FACT_EXPIRED}')"
+    return f"""
+        SELECT fact_id,
+            arg_max(source, event_id) FILTER ({asserted}) AS source,
+            arg_max(relation, event_id) FILTER ({asserted}) AS relation,
+            arg_max_null(target, event_id) FILTER ({asserted}) AS target,
+            arg_max(description, event_id) FILTER ({shaping}) AS description,
+            coalesce(arg_max(confidence, event_id) FILTER ({shaping}), 1.0) AS confidence,
+            coalesce(arg_max(memory_type, event_id) FILTER ({asserted}), 'semantic') AS memory_type,
+            coalesce(arg_max(network, event_id) FILTER ({asserted}), 'world') AS network,
+            coalesce(arg_max(category, event_id) FILTER ({asserted}), 'context') AS category,
+            coalesce(arg_max(valid_at, event_id) FILTER ({asserted}), min(ts) FILTER ({asserted})) AS valid_at,
+            arg_max_null(invalid_at, event_id) FILTER ({ending}) AS invalid_at,
+            min(recorded_at) FILTER ({asserted}) AS created_at,
+            CASE WHEN arg_max_null(invalid_at, event_id) FILTER ({ending}) IS NOT NULL
+                THEN arg_max(recorded_at, event_id) FILTER ({ending}) END AS invalidated_at,
+            CASE WHEN arg_max(kind, event_id) FILTER ({living}) = '{kinds.FACT_EXPIRED}'
+                THEN max(recorded_at) FILTER (kind = '{kinds.FACT_EXPIRED}') END AS expired_at,
+            arg_max_null(superseded_by, event_id) FILTER ({ending}) AS superseded_by,
+            count(*) FILTER (kind = '{kinds.FACT_RECONSOLIDATED}') AS reconsolidations,
+            max(event_id) AS updated_by
+        FROM {history}
+        GROUP BY fact_id
+        HAVING count(*) FILTER ({asserted}) > 0
+    """
+
+
 def _list(field: str) -> str:
-    return f"coalesce((payload->'{field}')::VARCHAR[], [])"
+    return f"coalesce(TRY_CAST(payload->'{field}' AS VARCHAR[]), [])"
 
 
 def _summary_of_input() -> str:
@@ -46,6 +88,7 @@ FOLDS: list[tuple[str, str]] = [
             max(ts) FILTER (kind = '{kinds.SESSION_ENDED}'),
             arg_max(payload->>'reason', ts) FILTER (kind = '{kinds.SESSION_ENDED}'),
             arg_min(payload->>'cwd', ts) FILTER (payload->>'cwd' IS NOT NULL),
+            min(ts) FILTER (payload->>'cwd' IS NOT NULL),
             min(payload->>'transcript_path'),
             min(ts), max(ts), count(*),
             count(*) FILTER (kind = '{kinds.PROMPT_SUBMITTED}'),
@@ -61,8 +104,9 @@ FOLDS: list[tuple[str, str]] = [
             end_reason = CASE WHEN sessions.ended_at IS NULL OR excluded.ended_at > sessions.ended_at
                 THEN excluded.end_reason ELSE sessions.end_reason END,
             ended_at = greatest(sessions.ended_at, excluded.ended_at),
-            cwd = CASE WHEN excluded.first_event_at < sessions.first_event_at
-                THEN coalesce(excluded.cwd, sessions.cwd) ELSE coalesce(sessions.cwd, excluded.cwd) END,
+            cwd = CASE WHEN sessions.cwd_at IS NULL OR excluded.cwd_at < sessions.cwd_at
+                THEN excluded.cwd ELSE sessions.cwd END,
+            cwd_at = least(sessions.cwd_at, excluded.cwd_at),
             transcript_path = least(sessions.transcript_path, excluded.transcript_path),
             first_event_at = least(sessions.first_event_at, excluded.first_event_at),
             last_event_at = greatest(sessions.last_event_at, excluded.last_event_at),
@@ -175,7 +219,7 @@ FOLDS: list[tuple[str, str]] = [
         f"""
         INSERT INTO retrievals
         SELECT id, session_id, project, ts, payload->>'query', {_list("results")},
-            coalesce((payload->'scores')::DOUBLE[], [])
+            coalesce(TRY_CAST(payload->'scores' AS DOUBLE[]), [])
         FROM batch WHERE kind = '{kinds.MEMORY_RETRIEVED}'
         """,
     ),
@@ -215,73 +259,31 @@ FOLDS: list[tuple[str, str]] = [
         """,
     ),
     (
-        "facts",
-        f"""
-        INSERT INTO facts
-        SELECT k, payload->>'source', payload->>'relation', payload->>'target', payload->>'description',
-            coalesce((payload->>'confidence')::DOUBLE, 1.0), coalesce(payload->>'memory_type', 'semantic'),
-            coalesce(payload->>'network', 'world'), coalesce(payload->>'category', 'context'),
-            coalesce((payload->>'valid_at')::TIMESTAMPTZ, ts), (payload->>'invalid_at')::TIMESTAMPTZ,
-            recorded_at, CASE WHEN payload->>'invalid_at' IS NOT NULL THEN recorded_at END,
-            NULL, NULL, 0, id, id, NULL, NULL
-        FROM {_latest(kinds.FACT_ASSERTED, "fact_id")}
-        ON CONFLICT (fact_id) DO UPDATE SET
-            source = excluded.source, relation = excluded.relation, target = excluded.target,
-            description = excluded.description, confidence = excluded.confidence,
-            memory_type = excluded.memory_type, network = excluded.network, category = excluded.category,
-            valid_at = excluded.valid_at, invalid_at = coalesce(facts.invalid_at, excluded.invalid_at),
-            invalidated_at = coalesce(facts.invalidated_at, excluded.invalidated_at),
-            created_at = excluded.created_at, asserted_by = excluded.asserted_by, described_by = excluded.described_by
-        WHERE excluded.asserted_by > facts.asserted_by
-        """,
-    ),
-    (
         "fact_history",
         f"""
         INSERT INTO fact_history
-        SELECT id, payload->>'fact_id', ts, kind, payload->>'description', (payload->>'confidence')::DOUBLE,
-            payload->>'reason'
-        FROM batch
-        WHERE kind IN ('{kinds.FACT_RECONSOLIDATED}', '{kinds.FACT_SUPERSEDED}', '{kinds.FACT_EXPIRED}')
+        SELECT id, payload->>'fact_id', kind, ts, recorded_at, payload->>'source', payload->>'relation',
+            payload->>'target', payload->>'description', TRY_CAST(payload->>'confidence' AS DOUBLE),
+            payload->>'memory_type', payload->>'network', payload->>'category',
+            TRY_CAST(payload->>'valid_at' AS TIMESTAMPTZ),
+            CASE kind WHEN '{kinds.FACT_SUPERSEDED}' THEN coalesce(TRY_CAST(payload->>'invalid_at' AS TIMESTAMPTZ), ts)
+                ELSE TRY_CAST(payload->>'invalid_at' AS TIMESTAMPTZ) END,
+            payload->>'by_fact_id', payload->>'reason'
+        FROM batch WHERE kind IN ({_FACT_KINDS})
         """,
     ),
     (
-        # each field takes its newest value over all the fact's reconsolidations so far
-        "facts_reconsolidated",
-        """
-        UPDATE facts SET
-            description = coalesce(h.description, facts.description),
-            confidence = coalesce(h.confidence, facts.confidence),
-            described_by = h.last_event,
-            reconsolidations = h.times
-        FROM (SELECT fact_id,
-                  arg_max(description, event_id) FILTER (description IS NOT NULL) AS description,
-                  arg_max(confidence, event_id) FILTER (confidence IS NOT NULL) AS confidence,
-                  max(event_id) AS last_event, count(*) AS times
-              FROM fact_history
-              WHERE kind = 'fact.reconsolidated' AND fact_id IN (SELECT payload->>'fact_id' FROM batch)
-              GROUP BY fact_id) h
-        WHERE h.fact_id = facts.fact_id
-        """,
-    ),
-    (
-        "facts_superseded",
+        # every fact an event of this batch touched, as its whole history now says
+        "facts",
         f"""
-        UPDATE facts SET
-            invalid_at = coalesce((s.payload->>'invalid_at')::TIMESTAMPTZ, s.ts),
-            invalidated_at = s.recorded_at,
-            superseded_by = s.payload->>'by_fact_id',
-            superseded_event = s.id
-        FROM {_latest(kinds.FACT_SUPERSEDED, "fact_id")} s
-        WHERE s.k = facts.fact_id AND (facts.superseded_event IS NULL OR s.id > facts.superseded_event)
-        """,
-    ),
-    (
-        "facts_expired",
-        f"""
-        UPDATE facts SET expired_at = e.recorded_at, expired_event = e.id
-        FROM {_latest(kinds.FACT_EXPIRED, "fact_id")} e
-        WHERE e.k = facts.fact_id AND (facts.expired_event IS NULL OR e.id > facts.expired_event)
+        INSERT OR REPLACE INTO facts
+        SELECT fact_id, {_FACT_STATE}, invalidated_at, expired_at, superseded_by, reconsolidations, updated_by
+        FROM ({
+            _fact_state(
+                f"(SELECT * FROM fact_history WHERE fact_id IN "
+                f"(SELECT payload->>'fact_id' FROM batch WHERE kind IN ({_FACT_KINDS})))"
+            )
+        })
         """,
     ),
     (
@@ -289,11 +291,16 @@ FOLDS: list[tuple[str, str]] = [
         f"""
         INSERT INTO episodes
         SELECT k, payload->>'session_id', payload->>'title', payload->>'summary',
-            (payload->>'started_at')::TIMESTAMPTZ, (payload->>'ended_at')::TIMESTAMPTZ,
+            TRY_CAST(payload->>'started_at' AS TIMESTAMPTZ), TRY_CAST(payload->>'ended_at' AS TIMESTAMPTZ),
             coalesce(payload->>'outcome', 'unknown'), {_list("entities")},
-            coalesce((payload->>'emotional_weight')::DOUBLE, 1.0), NULL, recorded_at
+            coalesce(TRY_CAST(payload->>'emotional_weight' AS DOUBLE), 1.0), NULL, recorded_at, id
         FROM {_latest(kinds.EPISODE_RECORDED, "episode_id")}
-        ON CONFLICT (episode_id) DO NOTHING
+        ON CONFLICT (episode_id) DO UPDATE SET
+            session_id = excluded.session_id, title = excluded.title, summary = excluded.summary,
+            started_at = excluded.started_at, ended_at = excluded.ended_at, outcome = excluded.outcome,
+            entities = excluded.entities, emotional_weight = excluded.emotional_weight,
+            recorded_at = excluded.recorded_at, updated_by = excluded.updated_by
+        WHERE excluded.updated_by > episodes.updated_by
         """,
     ),
     (
@@ -304,9 +311,12 @@ FOLDS: list[tuple[str, str]] = [
             (SELECT min(started_at) FROM episodes WHERE list_contains({_list("from_episodes")}, episode_id)),
             (SELECT max(coalesce(ended_at, started_at)) FROM episodes
              WHERE list_contains({_list("from_episodes")}, episode_id)),
-            'unknown', [], 1.0, NULL, recorded_at
+            'unknown', [], 1.0, NULL, recorded_at, id
         FROM {_latest(kinds.EPISODE_CONSOLIDATED, "episode_id")}
-        ON CONFLICT (episode_id) DO NOTHING
+        ON CONFLICT (episode_id) DO UPDATE SET
+            title = excluded.title, summary = excluded.summary, started_at = excluded.started_at,
+            ended_at = excluded.ended_at, recorded_at = excluded.recorded_at, updated_by = excluded.updated_by
+        WHERE excluded.updated_by > episodes.updated_by
         """,
     ),
     (
@@ -323,8 +333,8 @@ FOLDS: list[tuple[str, str]] = [
         "activation_log",
         f"""
         INSERT INTO activation_log
-        SELECT id, payload->>'memory_id', coalesce((payload->>'at')::TIMESTAMPTZ, ts),
-            coalesce(payload->>'cause', 'retrieved'), coalesce((payload->>'weight')::DOUBLE, 1.0)
+        SELECT id, payload->>'memory_id', coalesce(TRY_CAST(payload->>'at' AS TIMESTAMPTZ), ts),
+            coalesce(payload->>'cause', 'retrieved'), coalesce(TRY_CAST(payload->>'weight' AS DOUBLE), 1.0)
         FROM batch WHERE kind = '{kinds.ACTIVATION_RECORDED}'
         """,
     ),
@@ -333,17 +343,20 @@ FOLDS: list[tuple[str, str]] = [
         f"""
         INSERT INTO signals
         SELECT k, id, session_id, ts, payload->>'signal', payload->>'text', payload->>'subject',
-            coalesce((payload->>'sentiment')::DOUBLE, 0.0)
+            coalesce(TRY_CAST(payload->>'sentiment' AS DOUBLE), 0.0)
         FROM {_latest(kinds.SIGNAL_DETECTED, "signal_id")}
-        ON CONFLICT (signal_id) DO NOTHING
+        ON CONFLICT (signal_id) DO UPDATE SET event_id = excluded.event_id, session_id = excluded.session_id,
+            ts = excluded.ts, signal = excluded.signal, text = excluded.text, subject = excluded.subject,
+            sentiment = excluded.sentiment
+        WHERE excluded.event_id > signals.event_id
         """,
     ),
     (
         "preferences",
         f"""
         INSERT INTO preferences
-        SELECT k, payload->>'subject', payload->>'statement', (payload->>'strength')::DOUBLE,
-            (payload->>'evidence')::BIGINT, ts, id
+        SELECT k, payload->>'subject', payload->>'statement', TRY_CAST(payload->>'strength' AS DOUBLE),
+            TRY_CAST(payload->>'evidence' AS BIGINT), ts, id
         FROM {_latest(kinds.PREFERENCE_CRYSTALLIZED, "preference_id")}
         ON CONFLICT (preference_id) DO UPDATE SET
             subject = excluded.subject, statement = excluded.statement, strength = excluded.strength,
@@ -355,8 +368,8 @@ FOLDS: list[tuple[str, str]] = [
         "failures",
         f"""
         INSERT INTO failures
-        SELECT k, payload->>'signature', (payload->>'occurrences')::BIGINT, payload->>'example',
-            (payload->>'last_seen')::TIMESTAMPTZ, id
+        SELECT k, payload->>'signature', TRY_CAST(payload->>'occurrences' AS BIGINT), payload->>'example',
+            TRY_CAST(payload->>'last_seen' AS TIMESTAMPTZ), id
         FROM {_latest(kinds.FAILURE_RECURRING, "failure_id")}
         ON CONFLICT (failure_id) DO UPDATE SET
             signature = excluded.signature, occurrences = excluded.occurrences, example = excluded.example,
@@ -385,44 +398,54 @@ FOLDS: list[tuple[str, str]] = [
         """,
     ),
     (
+        "opinion_history",
+        f"""
+        INSERT INTO opinion_history
+        SELECT id, payload->>'opinion_id', kind, ts, payload->>'subject', payload->>'statement',
+            TRY_CAST(payload->>'confidence' AS DOUBLE), payload->>'reason'
+        FROM batch WHERE kind IN ('{kinds.OPINION_FORMED}', '{kinds.OPINION_REVISED}')
+        """,
+    ),
+    (
+        # every opinion an event of this batch touched, as its whole history now says
         "opinions",
         f"""
-        INSERT INTO opinions
-        SELECT k, payload->>'subject', payload->>'statement', (payload->>'confidence')::DOUBLE, ts, NULL, 0, id, id
-        FROM {_latest(kinds.OPINION_FORMED, "opinion_id")}
-        ON CONFLICT (opinion_id) DO UPDATE SET subject = excluded.subject, formed_at = excluded.formed_at,
-            formed_by = excluded.formed_by,
-            statement = CASE WHEN opinions.revised_at IS NULL THEN excluded.statement ELSE opinions.statement END,
-            confidence = CASE WHEN opinions.revised_at IS NULL THEN excluded.confidence ELSE opinions.confidence END
-        WHERE excluded.formed_by > opinions.formed_by
-        """,
-    ),
-    (
-        "opinions_revised",
-        f"""
-        UPDATE opinions SET
-            statement = coalesce(r.payload->>'statement', opinions.statement),
-            confidence = coalesce((r.payload->>'confidence')::DOUBLE, opinions.confidence),
-            revised_at = r.ts, updated_by = r.id
-        FROM {_latest(kinds.OPINION_REVISED, "opinion_id")} r
-        WHERE r.k = opinions.opinion_id AND r.id > opinions.updated_by
-        """,
-    ),
-    (
-        "opinion_revisions",
-        f"""
-        UPDATE opinions SET revisions = (SELECT count(DISTINCT event_id) FROM provenance p
-            WHERE p.kind = '{kinds.OPINION_REVISED}' AND p.subject = opinions.opinion_id)
-        WHERE opinion_id IN (SELECT payload->>'opinion_id' FROM batch WHERE kind = '{kinds.OPINION_REVISED}')
+        INSERT OR REPLACE INTO opinions
+        SELECT opinion_id,
+            arg_max_null(subject, event_id) FILTER (kind = '{kinds.OPINION_FORMED}'),
+            arg_max(statement, event_id), arg_max(confidence, event_id),
+            min(ts) FILTER (kind = '{kinds.OPINION_FORMED}'),
+            max(ts) FILTER (kind = '{kinds.OPINION_REVISED}'),
+            count(*) FILTER (kind = '{kinds.OPINION_REVISED}'),
+            max(event_id)
+        FROM opinion_history
+        WHERE opinion_id IN (SELECT payload->>'opinion_id' FROM batch
+                             WHERE kind IN ('{kinds.OPINION_FORMED}', '{kinds.OPINION_REVISED}'))
+        GROUP BY opinion_id
+        HAVING count(*) FILTER (kind = '{kinds.OPINION_FORMED}') > 0
         """,
     ),
     (
         "observations",
         f"""
         INSERT INTO observations
-        SELECT k, payload->>'statement', {_list("about")}, coalesce((payload->>'confidence')::DOUBLE, 1.0), ts
+        SELECT k, payload->>'statement', {_list("about")}, coalesce(TRY_CAST(payload->>'confidence' AS DOUBLE), 1.0),
+            ts, id
         FROM {_latest(kinds.OBSERVATION_FORMED, "observation_id")}
-        ON CONFLICT (observation_id) DO NOTHING
+        ON CONFLICT (observation_id) DO UPDATE SET statement = excluded.statement, about = excluded.about,
+            confidence = excluded.confidence, formed_at = excluded.formed_at, updated_by = excluded.updated_by
+        WHERE excluded.updated_by > observations.updated_by
         """,
     ),
 ]
+
+
+# Bi-temporal time travel: the facts true at `valid_time`, as reverie knew them at `known_time`
+# (their state from the fact events recorded by then: a supersession, a rewording or a
+# forgetting learned later is not known yet).
+FACTS_AS_OF = f"""
+CREATE MACRO facts_as_of(valid_time, known_time) AS TABLE
+SELECT fact_id, {_FACT_STATE}
+FROM ({_fact_state("(SELECT * FROM fact_history WHERE recorded_at <= known_time)")})
+WHERE expired_at IS NULL AND valid_at <= valid_time AND (invalid_at IS NULL OR invalid_at > valid_time)
+"""

@@ -5,6 +5,7 @@ yet (by id: a compaction rewrites folded events into a new segment), and folds t
 transaction, in id order. Then it publishes a snapshot for readers.
 """
 
+import contextlib
 import os
 from collections.abc import Callable, Iterator
 
@@ -16,11 +17,13 @@ from projections.store import (
     SCHEMA_VERSION,
     Store,
     current_store,
+    lock_projections,
     make_current,
     new_store,
     remove_store,
     schema_version,
 )
+from schemas.files import Busy
 
 BATCH_EVENTS = 50_000
 Progress = Callable[[int], None]
@@ -65,7 +68,8 @@ def fold_segments(db: duckdb.DuckDBPyConnection, segments: list[str]) -> int:
         db.execute("DROP TABLE batch")
         db.execute("COMMIT")
     except BaseException:
-        db.execute("ROLLBACK")
+        with contextlib.suppress(duckdb.Error):  # the failure may have ended the transaction already
+            db.execute("ROLLBACK")
         raise
     return int(folded)
 
@@ -79,6 +83,7 @@ class Projector:
         self.batch_events = batch_events
         self.store: Store | None = None
         self.db: duckdb.DuckDBPyConnection | None = None
+        self.unpublished = False
 
     def open(self, progress: Progress | None = None) -> bool:
         """Open the current store, or rebuild it if there is none or it is of another version;
@@ -88,6 +93,8 @@ class Projector:
             db = store.connect()
             if schema_version(db) == SCHEMA_VERSION:
                 self.store, self.db = store, db
+                # a crash between a fold's commit and its publication left the snapshot behind
+                store.publish(db)
                 return False
             db.close()
         self.close()
@@ -95,12 +102,14 @@ class Projector:
         self.open()
         return True
 
-    def follow(self) -> None:
-        """Switch to the current store if a replay swapped another one in."""
+    def follow(self) -> bool:
+        """Switch to the current store if a replay swapped another one in; whether it did."""
         current = current_store(self.root)
-        if self.store is None or current is None or current.path != self.store.path:
-            self.close()
-            self.open()
+        if self.store is not None and current is not None and current.path == self.store.path:
+            return False
+        self.close()
+        self.open()
+        return True
 
     def catch_up(self, progress: Progress | None = None) -> int:
         """Fold what the log has that the store has not; publish a snapshot if anything changed."""
@@ -110,10 +119,12 @@ class Projector:
         folded = 0
         for batch in _batches(segments, self.event_log.rows(segments), self.batch_events):
             folded += fold_segments(self.db, batch)
+            self.unpublished = True
             if progress:
                 progress(folded)
-        if segments:
+        if self.unpublished:  # also what a failed publication left for this round
             self.store.publish(self.db)
+            self.unpublished = False
         return folded
 
     def close(self) -> None:
@@ -132,13 +143,31 @@ def replay(
     os.makedirs(root, mode=0o700, exist_ok=True)
     store = new_store(root)
     projector = Projector(event_log_dir, root, batch_events)
-    projector.store, projector.db = store, store.connect()
     try:
+        projector.store, projector.db = store, store.connect()
         folded = projector.catch_up(progress)
         store.publish(projector.db)
-    finally:
+    except BaseException:
         projector.close()
-    previous = make_current(root, store)
-    if previous is not None and previous.path != store.path:
-        remove_store(previous)
+        remove_store(store)
+        raise
+    projector.close()
+    make_current(root, store)
+    # the generations it replaced go now, unless a running projector may still be writing one
+    # (it removes them itself once it has followed the swap)
+    try:
+        lock = lock_projections(root)
+    except Busy:
+        return folded
+    with lock:
+        prune_stores(root)
     return folded
+
+
+def prune_stores(root: str) -> None:
+    """Remove every generation but the current one. Only the holder of the projections' lock."""
+    current = current_store(root)
+    for name in os.listdir(root):
+        path = os.path.join(root, name)
+        if name.startswith("store-") and (current is None or path != current.path):
+            remove_store(Store(path))

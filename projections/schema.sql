@@ -1,6 +1,6 @@
--- The projections: tables folded from the event log by projections/folds.sql.
--- Changing anything here means raising PROJECTION_SCHEMA_VERSION in projections/store.py:
--- a store of another version is rebuilt by replay.
+-- The projections: tables folded from the event log by projections/folds.py.
+-- The schema version (projections/store.py) is a hash of this file and of the folds: change
+-- either, and a store of the old version is rebuilt from the log.
 
 CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR);
 -- what has been folded: every event once, and the segments already read
@@ -15,7 +15,8 @@ CREATE TABLE sessions (
     start_source VARCHAR,      -- startup, resume, clear, compact
     ended_at TIMESTAMPTZ,
     end_reason VARCHAR,
-    cwd VARCHAR,
+    cwd VARCHAR,                -- where the session began (the earliest event that named one)
+    cwd_at TIMESTAMPTZ,
     transcript_path VARCHAR,
     first_event_at TIMESTAMPTZ,
     last_event_at TIMESTAMPTZ,
@@ -67,22 +68,26 @@ CREATE TABLE entities (
     aliases VARCHAR[], properties JSON, first_seen TIMESTAMPTZ, last_seen TIMESTAMPTZ,
     observations BIGINT, updated_by VARCHAR
 );
-CREATE TABLE facts (
+CREATE TABLE facts (            -- each fact as the newest of its events has it
     fact_id VARCHAR PRIMARY KEY,
     source VARCHAR, relation VARCHAR, target VARCHAR, description VARCHAR, confidence DOUBLE,
     memory_type VARCHAR, network VARCHAR, category VARCHAR,
     valid_at TIMESTAMPTZ,       -- world time: when it became true
     invalid_at TIMESTAMPTZ,     -- world time: when it stopped being true
-    created_at TIMESTAMPTZ,     -- system time: when reverie learned it
+    created_at TIMESTAMPTZ,     -- system time: when reverie first learned it
     invalidated_at TIMESTAMPTZ, -- system time: when reverie learned it stopped being true
-    expired_at TIMESTAMPTZ,     -- system time: when reverie stopped holding it
+    expired_at TIMESTAMPTZ,     -- system time: when reverie forgot it
     superseded_by VARCHAR,
     reconsolidations BIGINT,
-    asserted_by VARCHAR, described_by VARCHAR, superseded_event VARCHAR, expired_event VARCHAR
+    updated_by VARCHAR
 );
-CREATE TABLE fact_history (     -- every change to a fact after its assertion
-    event_id VARCHAR PRIMARY KEY, fact_id VARCHAR, ts TIMESTAMPTZ, kind VARCHAR,
-    description VARCHAR, confidence DOUBLE, reason VARCHAR
+CREATE TABLE fact_history (     -- every event about a fact: `facts` and `facts_as_of` are read from it
+    event_id VARCHAR PRIMARY KEY, fact_id VARCHAR, kind VARCHAR, ts TIMESTAMPTZ, recorded_at TIMESTAMPTZ,
+    source VARCHAR, relation VARCHAR, target VARCHAR, description VARCHAR, confidence DOUBLE,
+    memory_type VARCHAR, network VARCHAR, category VARCHAR,
+    valid_at TIMESTAMPTZ,
+    invalid_at TIMESTAMPTZ,     -- asserted with the fact, or the end a supersession gives it
+    superseded_by VARCHAR, reason VARCHAR
 );
 CREATE TABLE provenance (        -- which observed events each derived event came from
     event_id VARCHAR, kind VARCHAR, subject VARCHAR, caused_by VARCHAR,
@@ -91,7 +96,7 @@ CREATE TABLE provenance (        -- which observed events each derived event cam
 CREATE TABLE episodes (
     episode_id VARCHAR PRIMARY KEY, session_id VARCHAR, title VARCHAR, summary VARCHAR,
     started_at TIMESTAMPTZ, ended_at TIMESTAMPTZ, outcome VARCHAR, entities VARCHAR[],
-    emotional_weight DOUBLE, consolidated_into VARCHAR, recorded_at TIMESTAMPTZ
+    emotional_weight DOUBLE, consolidated_into VARCHAR, recorded_at TIMESTAMPTZ, updated_by VARCHAR
 );
 CREATE TABLE activation_log (
     event_id VARCHAR PRIMARY KEY, memory_id VARCHAR, activated_at TIMESTAMPTZ, cause VARCHAR, weight DOUBLE
@@ -99,7 +104,7 @@ CREATE TABLE activation_log (
 CREATE TABLE signals (
     signal_id VARCHAR PRIMARY KEY, event_id VARCHAR, session_id VARCHAR, ts TIMESTAMPTZ,
     signal VARCHAR, text VARCHAR, subject VARCHAR, sentiment DOUBLE
-);
+);  -- event_id: the newest event that detected it
 CREATE TABLE preferences (
     preference_id VARCHAR PRIMARY KEY, subject VARCHAR, statement VARCHAR, strength DOUBLE,
     evidence BIGINT, crystallized_at TIMESTAMPTZ, updated_by VARCHAR
@@ -113,11 +118,15 @@ CREATE TABLE communities (
     community_id VARCHAR PRIMARY KEY, members VARCHAR[], label VARCHAR, detected_at TIMESTAMPTZ,
     updated_by VARCHAR
 );
-CREATE TABLE opinions (
+CREATE TABLE opinions (          -- each opinion as the newest of its events has it
     opinion_id VARCHAR PRIMARY KEY, subject VARCHAR, statement VARCHAR, confidence DOUBLE,
-    formed_at TIMESTAMPTZ, revised_at TIMESTAMPTZ, revisions BIGINT, formed_by VARCHAR, updated_by VARCHAR
+    formed_at TIMESTAMPTZ, revised_at TIMESTAMPTZ, revisions BIGINT, updated_by VARCHAR
+);
+CREATE TABLE opinion_history (
+    event_id VARCHAR PRIMARY KEY, opinion_id VARCHAR, kind VARCHAR, ts TIMESTAMPTZ,
+    subject VARCHAR, statement VARCHAR, confidence DOUBLE, reason VARCHAR
 );
 CREATE TABLE observations (
     observation_id VARCHAR PRIMARY KEY, statement VARCHAR, about VARCHAR[], confidence DOUBLE,
-    formed_at TIMESTAMPTZ
+    formed_at TIMESTAMPTZ, updated_by VARCHAR
 );

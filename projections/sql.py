@@ -14,6 +14,7 @@ from typing import Any
 import duckdb
 
 from projections.event_log import SEGMENT_GLOB, EventLog
+from projections.folds import FACTS_AS_OF
 from projections.store import SCHEMA_SQL, current_store
 from schemas.settings import Settings
 
@@ -49,10 +50,7 @@ def connect(settings: Settings) -> duckdb.DuckDBPyConnection:
 
 def _projection_views(db: duckdb.DuckDBPyConnection, root: str) -> None:
     """The tables of the last published snapshot (empty ones before the first), as views."""
-    store = current_store(root)
-    if store is not None and os.path.exists(store.snapshot):
-        db.execute(f"ATTACH {_quote(store.snapshot)} AS projections (READ_ONLY)")
-    else:
+    if not _attach_snapshot(db, root):
         db.execute("ATTACH ':memory:' AS projections")
         db.execute("USE projections")
         db.execute(SCHEMA_SQL)
@@ -63,7 +61,22 @@ def _projection_views(db: duckdb.DuckDBPyConnection, root: str) -> None:
     for (table,) in tables:
         if table not in _BOOKKEEPING:
             db.execute(f'CREATE VIEW main."{table}" AS SELECT * FROM projections."{table}"')
+    db.execute(FACTS_AS_OF)
     db.execute(ANALYTICS_SQL)
+
+
+def _attach_snapshot(db: duckdb.DuckDBPyConnection, root: str) -> bool:
+    """Attach the current snapshot as `projections`; whether there was one to attach."""
+    for _ in range(3):  # a replay may remove the generation we just resolved: resolve again
+        store = current_store(root)
+        if store is None or not os.path.exists(store.snapshot):
+            return False
+        try:
+            db.execute(f"ATTACH {_quote(store.snapshot)} AS projections (READ_ONLY)")
+            return True
+        except duckdb.IOException:
+            continue
+    return False
 
 
 def _event_views(db: duckdb.DuckDBPyConnection, event_log_dir: str, dead_letter_dir: str) -> None:

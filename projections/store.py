@@ -82,16 +82,14 @@ def new_store(root: str) -> Store:
     return Store(path)
 
 
-def make_current(root: str, store: Store) -> Store | None:
-    """Swap `store` in as the current one, atomically; the one it replaced."""
-    previous = current_store(root)
+def make_current(root: str, store: Store) -> None:
+    """Swap `store` in as the current one, atomically."""
     temp = os.path.join(root, f".{CURRENT}.{os.getpid()}")
     with contextlib.suppress(FileNotFoundError):
         os.unlink(temp)
     os.symlink(os.path.basename(store.path), temp)
     os.replace(temp, os.path.join(root, CURRENT))
     sync_directory(root)
-    return previous
 
 
 def remove_store(store: Store) -> None:

@@ -323,6 +323,7 @@ def test_memory_folds_into_its_tables(folding: Folding) -> None:
         ("f2", "uses DuckDB 2.0", 1.0, 0, None, None, True),
     ]
     assert rows(db, "SELECT kind, count(*) FROM fact_history GROUP BY kind ORDER BY kind") == [
+        ("fact.asserted", 2),
         ("fact.expired", 1),
         ("fact.reconsolidated", 2),
         ("fact.superseded", 1),
@@ -457,3 +458,105 @@ def test_one_projector_per_data_directory(settings: Settings) -> None:
         lock_projections(settings.projections_dir)
     held.close()
     lock_projections(settings.projections_dir).close()
+
+
+def rewrites() -> list[events.Event]:
+    """Memories stated again: a fact re-asserted and superseded twice, an opinion formed twice,
+    an episode, a signal and an observation recorded again."""
+    m = memory
+
+    def fact(seconds: float, **changes: Any) -> events.Event:
+        base = {"fact_id": "f3", "source": "e0", "relation": "uses", "description": "pins torch"}
+        return derived(kinds.FACT_ASSERTED, seconds, m.FactAsserted(**(base | changes)))
+
+    return [
+        fact(1, valid_at=at(0), invalid_at=at(4)),
+        fact(2, valid_at=at(0)),  # re-asserted: no known end any more
+        derived(kinds.FACT_SUPERSEDED, 10, m.FactSuperseded(fact_id="f3", invalid_at=at(5))),
+        derived(kinds.FACT_SUPERSEDED, 20, m.FactSuperseded(fact_id="f3", invalid_at=at(8))),
+        derived(kinds.OPINION_FORMED, 21, m.OpinionFormed(opinion_id="o2", statement="s1", confidence=0.5)),
+        derived(kinds.OPINION_REVISED, 22, m.OpinionRevised(opinion_id="o2", statement="r1")),
+        derived(kinds.OPINION_FORMED, 23, m.OpinionFormed(opinion_id="o2", statement="s2", confidence=0.6)),
+        derived(kinds.EPISODE_RECORDED, 24, m.EpisodeRecorded(episode_id="p9", title="old", summary="",
+                                                              started_at=at(0))),
+        derived(kinds.EPISODE_RECORDED, 25, m.EpisodeRecorded(episode_id="p9", title="new", summary="",
+                                                              started_at=at(0))),
+        derived(kinds.SIGNAL_DETECTED, 26, m.SignalDetected(signal_id="g9", signal="praise", text="old")),
+        derived(kinds.SIGNAL_DETECTED, 27, m.SignalDetected(signal_id="g9", signal="praise", text="new")),
+        derived(kinds.OBSERVATION_FORMED, 28, m.ObservationFormed(observation_id="b9", statement="old")),
+        derived(kinds.OBSERVATION_FORMED, 29, m.ObservationFormed(observation_id="b9", statement="new")),
+    ]  # fmt: skip
+
+
+def test_rewritten_memories_fold_alike_in_any_batches(settings: Settings, tmp_path: Any) -> None:
+    story = memory_story() + rewrites()
+    together = Folding(settings).fold(story)
+    splits = [
+        Folding(Settings(str(tmp_path / f"split{n}"))).fold(story[:n], story[n:])
+        for n in range(1, len(story))
+    ]
+    one_by_one = Folding(Settings(str(tmp_path / "single"))).fold(*([e] for e in story))
+    expected = checksums(together)
+    assert all(checksums(db) == expected for db in [*splits, one_by_one])
+    assert rows(together, "SELECT statement, revisions FROM opinions WHERE opinion_id = 'o2'") == [("s2", 1)]
+    assert rows(together, "SELECT title FROM episodes WHERE episode_id = 'p9'") == [("new",)]
+    assert rows(together, "SELECT text FROM signals WHERE signal_id = 'g9'") == [("new",)]
+    assert rows(together, "SELECT statement FROM observations WHERE observation_id = 'b9'") == [("new",)]
+    assert rows(together, "SELECT invalid_at FROM facts WHERE fact_id = 'f3'") == [(at(8),)]
+
+
+def test_facts_as_of_reads_what_was_known_then(folding: Folding, settings: Settings) -> None:
+    from projections.sql import connect
+
+    folding.fold(rewrites())
+    db = connect(settings)
+
+    def known(valid: float, known_at: float) -> list[tuple[Any, ...]]:
+        return rows(db, f"SELECT fact_id, invalid_at FROM facts_as_of('{at(valid)}', '{at(known_at)}')")
+
+    assert known(3, 1.5) == [("f3", at(4))]  # first asserted with an end at 4
+    assert known(4.5, 1.5) == []
+    assert known(4.5, 5) == [("f3", None)]  # re-asserted without an end
+    assert known(6, 15) == []  # superseded: ended at 5
+    assert known(6, 25) == [("f3", at(8))]  # superseded again: ended at 8
+    assert known(0.5, 0.5) == []  # not learned yet
+
+
+def test_a_fold_whose_snapshot_failed_is_published_next_round(
+    folding: Folding, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from projections.sql import connect
+    from projections.store import Store
+
+    folding.fold([observed(kinds.PROMPT_SUBMITTED, 1, prompt="one")])
+    real_publish = Store.publish
+
+    def disk_full(self: Store, db: duckdb.DuckDBPyConnection) -> None:
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr(Store, "publish", disk_full)
+    folding.log.append([observed(kinds.PROMPT_SUBMITTED, 2, prompt="two")])
+    with pytest.raises(OSError, match="No space"):
+        folding.projector.catch_up()
+    assert rows(connect(settings), "SELECT count(*) FROM prompts") == [(1,)]  # readers see the last snapshot
+    monkeypatch.setattr(Store, "publish", real_publish)
+    assert folding.projector.catch_up() == 0  # nothing new to fold, but the snapshot is behind
+    assert rows(connect(settings), "SELECT count(*) FROM prompts") == [(2,)]
+
+
+def test_replay_beside_a_running_projector_leaves_it_its_store(folding: Folding, settings: Settings) -> None:
+    from projections.projector import prune_stores
+    from projections.store import lock_projections
+
+    folding.fold(a_session())
+    running = folding.projector.store
+    assert running is not None
+    with lock_projections(settings.projections_dir):  # as `reverie project` holds it
+        replay(settings.event_log_dir, settings.projections_dir)
+        assert os.path.exists(running.database)  # still the projector's until it follows
+        assert folding.projector.follow() is True
+        prune_stores(settings.projections_dir)
+    assert not os.path.exists(running.path)
+    assert sorted(n for n in os.listdir(settings.projections_dir) if n.startswith("store-")) == [
+        os.path.basename(current_store(settings.projections_dir).path)  # type: ignore[union-attr]
+    ]
