@@ -75,7 +75,9 @@ def _parser() -> argparse.ArgumentParser:
         "tool_usage_per_day, entity_timeline, memory_health. The projections are the projector's last "
         "published snapshot. Give - to read the query from stdin.",
     )
-    sql.add_argument("query", help="the SQL query, or - for stdin")
+    sql.add_argument(
+        "query", nargs="?", help="the SQL query, or - for stdin (none: an interactive shell on a terminal)"
+    )
     fmt = sql.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="one JSON object per row")
     fmt.add_argument("--csv", action="store_true", help="CSV with a header row")

@@ -9,9 +9,13 @@ from reverie.console import fail, print_rows
 from schemas.settings import Settings
 
 
-def sql(text: str, fmt: str) -> int:
+def sql(text: str | None, fmt: str) -> int:
     settings = Settings.from_env()
-    if text == "-":
+    if text is None and sys.stdin.isatty():
+        from reverie.shell import run_shell
+
+        return run_shell(settings)
+    if text is None or text == "-":
         text = sys.stdin.read()
     db = connect(settings)
     try:

@@ -3,6 +3,8 @@ import io
 import json
 import subprocess
 
+import pytest
+
 from ingest.dead_letters import write_dead_letter
 from projections.event_log import EventLog
 from projections.sql import connect, query
@@ -48,3 +50,24 @@ def test_the_command_prints_json_csv_and_clear_errors(settings: Settings, env: d
     )
     assert bad.returncode == 1
     assert "nope" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_the_shell_runs_statements_over_lines_and_survives_errors(
+    settings: Settings, capsys: "pytest.CaptureFixture[str]"
+) -> None:
+    from reverie.shell import run_shell
+
+    EventLog(settings.event_log_dir).append([decode_event(event("hello")[1])])
+    lines = iter(["select count(*) AS n", "from events;", "select nope;", ".tables", "select 42 AS answer;"])
+
+    def read_line(prompt: str) -> str:
+        try:
+            return next(lines)
+        except StopIteration:
+            raise EOFError from None
+
+    assert run_shell(settings, read_line) == 0
+    captured = capsys.readouterr()
+    assert "│ 1 │" in captured.out.replace(" ", " ")  # the count, in its table
+    assert "nope" in captured.err  # the error, and the shell went on
+    assert "facts_current" in captured.out and "42" in captured.out
