@@ -2,6 +2,7 @@
 
 import os
 import subprocess
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -97,8 +98,10 @@ class Folding:
 
 
 @pytest.fixture
-def folding(settings: Settings) -> Folding:
-    return Folding(settings)
+def folding(settings: Settings) -> Iterator[Folding]:
+    folded = Folding(settings)
+    yield folded
+    folded.projector.close()
 
 
 def rows(db: duckdb.DuckDBPyConnection, sql: str) -> list[tuple[Any, ...]]:
