@@ -107,6 +107,7 @@ def status(as_json: bool) -> int:
         ("spooled events", str(state.spooled)),
         ("dead letters", str(state.dead_letters)),
         ("archived events", f"{state.archived} in {state.segments} segments"),
+        ("projections", _age(state.projections_published_at)),
         ("dispatchers", ", ".join(f"{d.consumer} (pid {d.pid})" for d in state.dispatchers) or "none alive"),
         ("workers", ", ".join(f"{w.name} ({w.state})" for w in state.workers) or "none alive"),
     ]
@@ -114,6 +115,12 @@ def status(as_json: bool) -> int:
         table.add_row(f"[bold]{name}[/]", value)
     out.print(table)
     return 0 if state.reachable else 1
+
+
+def _age(published_at: float | None) -> str:
+    if published_at is None:
+        return "none published yet"
+    return f"snapshot published {max(0.0, time.time() - published_at):.1f} s ago"
 
 
 def server() -> int:

@@ -249,6 +249,14 @@ def test_up_detached_status_and_down(env: dict[str, str], settings: Settings) ->
         state = json.loads(status.stdout)
         assert state["reachable"] and state["stack_pid"] and state["dispatchers"] and state["workers"]
         assert state["stream_length"] == 0 and state["spooled"] == 0
+
+        def published() -> object:
+            status = subprocess.run([str(BIN), "status", "--json"], env=env, capture_output=True, text=True)
+            return json.loads(status.stdout)["projections_published_at"]
+
+        wait_for(published, what="the projector's first snapshot")
+        human = subprocess.run([str(BIN), "status"], env=env, capture_output=True, text=True)
+        assert "snapshot published" in human.stdout
         again = subprocess.run([str(BIN), "up", "--detach"], env=env, capture_output=True, text=True)
         assert again.returncode == 0 and "already running" in again.stdout
         server = server_pid(settings)

@@ -1,5 +1,6 @@
 """What `reverie status` reports: the stream, the spool, the log and who is alive."""
 
+import os
 from typing import Any
 
 import msgspec
@@ -9,6 +10,7 @@ from rq import Worker
 from ingest.dead_letters import count_dead_letters
 from ingest.spool import spooled
 from projections.event_log import EventLog
+from projections.store import current_store
 from schemas.settings import GROUP, STREAM, Settings
 from workers.dispatcher import HEARTBEAT_PREFIX, Heartbeat
 from workers.redis_client import connect
@@ -32,6 +34,7 @@ class StackStatus(msgspec.Struct, frozen=True, kw_only=True):
     dead_letters: int
     segments: int
     archived: int
+    projections_published_at: float | None = None  # when the projector last published a snapshot
     dispatchers: list[Heartbeat] = []
     workers: list[WorkerState] = []
 
@@ -44,6 +47,14 @@ def _group_info(client: "redis.Redis") -> dict[str, Any]:
     return {}
 
 
+def _published_at(settings: Settings) -> float | None:
+    store = current_store(settings.projections_dir)
+    try:
+        return os.path.getmtime(store.snapshot) if store else None
+    except FileNotFoundError:
+        return None
+
+
 def stack_status(settings: Settings) -> StackStatus:
     event_log = EventLog(settings.event_log_dir)
     local = StackStatus(
@@ -54,6 +65,7 @@ def stack_status(settings: Settings) -> StackStatus:
         dead_letters=count_dead_letters(settings.dead_letter_dir),
         segments=len(event_log.segments()),
         archived=event_log.count(),
+        projections_published_at=_published_at(settings),
     )
     client = connect(settings, timeout=1.0)
     try:
