@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 from ingest.redact import redact, redact_text
-from ingest.truncate import encode_within_budget, truncate_strings
+from ingest.truncate import cut, encode_within_budget
 from schemas.kinds import SCHEMA_VERSION
 
 TYPE_CHECKING = False
@@ -18,6 +18,10 @@ if TYPE_CHECKING:
 
 
 ID_LIMIT = 256
+
+
+def _cut_and_redact(text: str) -> str:
+    return cut(text, clean=redact_text)
 
 
 class Rejected(ValueError):
@@ -62,9 +66,10 @@ def encode_event(
         "agent": agent[:ID_LIMIT] if isinstance(agent, str) and agent else "main",
         "source": source,
         "v": SCHEMA_VERSION,
-        # cut first (redacting megabytes of tool output would cost the agent seconds), but
-        # redact the kept pieces with some margin, so a secret across a cut is still seen whole
-        "payload": redact(truncate_strings(payload, clean=redact_text)),
+        # one walk: each string is cut first (redacting megabytes of tool output would cost the
+        # agent seconds), and its kept pieces redacted with a margin, so a secret across a cut
+        # is still seen whole
+        "payload": redact(payload, text=_cut_and_redact),
         "caused_by": caused_by or [],
     }
     return encode_within_budget(envelope, _json)

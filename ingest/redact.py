@@ -116,17 +116,18 @@ def _replacer(name: str, keeps: bool) -> Callable[[re.Match[str]], str]:
     return replace
 
 
-def redact(value: Any) -> Any:
-    """The same JSON value with every secret replaced."""
+def redact(value: Any, text: Callable[[str], str] = redact_text) -> Any:
+    """The same JSON value with every secret replaced: values under secret-named keys, and
+    secrets in strings, which `text` redacts (it may cut them to size on the way)."""
     if isinstance(value, str):
-        return redact_text(value)
+        return text(value)
     if isinstance(value, dict):
         return {
             k: "[REDACTED:secret-field]"
             if isinstance(v, str) and v and isinstance(k, str) and _SECRET_KEY.search(k)
-            else redact(v)
+            else redact(v, text)
             for k, v in value.items()
         }
     if isinstance(value, list):
-        return [redact(v) for v in value]
+        return [redact(v, text) for v in value]
     return value

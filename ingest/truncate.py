@@ -24,9 +24,10 @@ _TAIL = 1024
 _MARGIN = 8192
 
 
-def _cut(text: str, limit: int, clean: Callable[[str], str] | None) -> str:
+def cut(text: str, limit: int = STRING_LIMIT, clean: Callable[[str], str] | None = None) -> str:
+    """`text` (cleaned, if given `clean`) cut to about `limit` characters around a marker."""
     if len(text) <= limit:
-        return text
+        return clean(text) if clean is not None else text
     tail = min(_TAIL, limit // 4)
     head = limit - tail
     first, last = text[: head + _MARGIN], text[-(tail + _MARGIN) :]
@@ -45,7 +46,7 @@ def truncate_strings(
     (each kept piece passed through `clean`), and, given `max_items`, every list and object
     cut to that many items (and a marker)."""
     if isinstance(value, str):
-        return _cut(value, limit, clean)
+        return cut(value, limit, clean)
     if isinstance(value, dict):
         items = list(value.items())
         if max_items is not None and len(items) > max_items:

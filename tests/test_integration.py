@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from rq import Queue
 
 from ingest.redact import redact, redact_text
-from ingest.truncate import truncate_strings
+from ingest.truncate import cut
 from schemas.kinds import HOOK_KINDS
 from schemas.settings import QUEUE, STREAM, Settings
 from tests.conftest import BIN, TRANSCRIPTS, Stack, fixture_payloads, run_hook, wait_for
@@ -61,7 +61,7 @@ def test_every_fixture_payload_is_archived_with_its_fields(stack: Stack, env: di
     stored = stack.query("select kind, session_id, agent, source, payload::varchar from events")
     expected = sorted(
         (HOOK_KINDS[p["hook_event_name"]], p["session_id"], p.get("agent_id", "main"), "claude-code",
-         canonical(redact(truncate_strings(p, clean=redact_text))))
+         canonical(redact(p, text=lambda s: cut(s, clean=redact_text))))
         for _, p in payloads
     )  # fmt: skip
     got = sorted(

@@ -134,3 +134,11 @@ def test_a_secret_across_a_cut_is_redacted_in_the_piece_that_is_kept() -> None:
         text = "x" * offset + " " + token + " " + "y" * 100_000
         kept = truncate_strings(text, clean=redact_text)
         assert "ghp_AbCd" not in kept and "AbCdEfGhIjKl" not in kept
+
+
+def test_each_string_of_a_payload_is_redacted_once() -> None:
+    from ingest.envelope import _cut_and_redact
+
+    text = 'CONF_PASSWORD = "hunter22"`, then more'
+    assert redact({"content": text}, text=_cut_and_redact) == {"content": redact_text(text)}
+    assert redact_text(text) == "CONF_PASSWORD = [REDACTED:secret-assignment]`, then more"
