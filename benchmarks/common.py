@@ -37,3 +37,24 @@ def hook_events(n: int) -> list[bytes]:
         )
         for p in (payloads[i % len(payloads)] for i in range(n))
     ]
+
+
+LOCOMO = os.path.join(HERE, "..", "..", "shared", "bench", "locomo", "locomo10_dev.json")
+
+
+def locomo_turns(path: str = LOCOMO) -> list[str]:
+    """Every dialog turn of the LoCoMo conversations: real, short, distinct texts."""
+    with open(path) as f:
+        conversations = json.load(f)
+    return [
+        f"{turn['speaker']}: {turn['text']}"
+        for c in conversations
+        for key, session in c["conversation"].items()
+        if key.startswith("session_") and isinstance(session, list)
+        for turn in session
+    ]
+
+
+def locomo_questions(path: str = LOCOMO) -> list[str]:
+    with open(path) as f:
+        return [qa["question"] for c in json.load(f) for qa in c["qa"]]

@@ -29,12 +29,39 @@ UNION ALL
 SELECT e.entity_id, e.name, o.formed_at, 'opinion', o.statement
 FROM entities e JOIN opinions o ON o.subject = e.entity_id;
 
--- One row: how healthy memory is. embedding_coverage stays NULL until embeddings exist.
+-- Every memory with something to say, as the text the embedder embeds (chunked) into the vectors.
+CREATE VIEW memory_texts AS
+SELECT memory_id, kind, project, session_id, ts, text FROM (
+    SELECT event_id AS memory_id, 'prompt' AS kind, project, session_id, ts, prompt AS text FROM prompts
+    UNION ALL
+    SELECT event_id, 'message', project, session_id, ts, text FROM messages
+    UNION ALL
+    SELECT event_id, 'remembered', project, NULL, ts, text FROM remembered
+    UNION ALL
+    SELECT f.fact_id, 'fact', NULL, NULL, f.created_at,
+        coalesce(nullif(trim(f.description), ''), concat_ws(' ', s.name, replace(f.relation, '_', ' '), t.name))
+    FROM facts f
+    LEFT JOIN entities s ON s.entity_id = f.source
+    LEFT JOIN entities t ON t.entity_id = f.target
+    UNION ALL
+    SELECT episode_id, 'episode', NULL, session_id, started_at, concat_ws('. ', title, summary) FROM episodes
+    UNION ALL
+    SELECT observation_id, 'observation', NULL, NULL, formed_at, statement FROM observations
+    UNION ALL
+    SELECT opinion_id, 'opinion', NULL, NULL, formed_at, statement FROM opinions
+    UNION ALL
+    SELECT preference_id, 'preference', NULL, NULL, crystallized_at, statement FROM preferences
+)
+WHERE regexp_matches(text, '\S');
+
+-- One row: how healthy memory is. embedding_coverage: the share of memory_texts whose text as it
+-- is now has its vectors (`embedded` is what the embedder last published).
 CREATE VIEW memory_health AS
 SELECT
     (SELECT count(*) FROM facts_current) AS facts,
     (SELECT 1 - count(DISTINCT lower(description)) / greatest(count(*), 1) FROM facts_current) AS duplicate_ratio,
-    NULL::DOUBLE AS embedding_coverage,
+    (SELECT count(e.memory_id) / nullif(count(*), 0) FROM memory_texts m
+        LEFT JOIN embedded e ON e.memory_id = m.memory_id AND e.content_hash = sha256(m.text)) AS embedding_coverage,
     (SELECT count(*) FROM activation_log a JOIN facts_current f ON a.memory_id = f.fact_id)
         / greatest((SELECT count(*) FROM facts_current), 1) AS average_activations,
     (SELECT avg((reconsolidations > 0)::INT) FROM facts) AS reconsolidation_rate,

@@ -13,6 +13,7 @@ import duckdb
 
 from projections.event_log import EventLog
 from projections.folds import FOLDS
+from projections.literals import string_literal
 from projections.store import (
     SCHEMA_VERSION,
     Store,
@@ -27,10 +28,6 @@ from schemas.files import Busy
 
 BATCH_EVENTS = 50_000
 Progress = Callable[[int], None]
-
-
-def _quote(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
 
 
 def _batches(segments: list[str], rows: dict[str, int], limit: int) -> Iterator[list[str]]:
@@ -48,7 +45,7 @@ def _batches(segments: list[str], rows: dict[str, int], limit: int) -> Iterator[
 
 def fold_segments(db: duckdb.DuckDBPyConnection, segments: list[str]) -> int:
     """Fold the events of `segments` not folded yet, in one transaction; how many."""
-    files = "[" + ", ".join(_quote(p) for p in segments) + "]"
+    files = "[" + ", ".join(string_literal(p) for p in segments) + "]"
     db.execute("BEGIN")
     try:
         db.execute(

@@ -15,7 +15,9 @@ import duckdb
 
 from projections.event_log import SEGMENT_GLOB, EventLog
 from projections.folds import FACTS_AS_OF
+from projections.literals import string_literal
 from projections.store import SCHEMA_SQL, current_store
+from projections.vectors import MANIFEST, vectors_path
 from schemas.settings import Settings
 
 ANALYTICS_SQL = (Path(__file__).parent / "analytics.sql").read_text()
@@ -36,16 +38,25 @@ CREATE VIEW dead_letters AS SELECT * FROM (VALUES (
 """
 
 
-def _quote(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
 def connect(settings: Settings) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB with views over the event log, the dead letters and the projections."""
     db = duckdb.connect(":memory:")
     _event_views(db, settings.event_log_dir, settings.dead_letter_dir)
     _projection_views(db, settings.projections_dir)
+    _embedded_view(db, vectors_path(settings.projections_dir, settings.embedding_model))
+    db.execute(ANALYTICS_SQL)
     return db
+
+
+def _embedded_view(db: duckdb.DuckDBPyConnection, vectors: str) -> None:
+    """`embedded`: the memories (id, content hash) the embedder last said the vectors hold."""
+    manifest = os.path.join(vectors, MANIFEST)
+    source = (
+        f"read_parquet({string_literal(manifest)})"
+        if os.path.exists(manifest)
+        else "(SELECT NULL::VARCHAR AS memory_id, NULL::VARCHAR AS content_hash WHERE false)"
+    )
+    db.execute(f"CREATE VIEW embedded AS SELECT memory_id, content_hash FROM {source}")
 
 
 def _projection_views(db: duckdb.DuckDBPyConnection, root: str) -> None:
@@ -62,7 +73,6 @@ def _projection_views(db: duckdb.DuckDBPyConnection, root: str) -> None:
         if table not in _BOOKKEEPING:
             db.execute(f'CREATE VIEW main."{table}" AS SELECT * FROM projections."{table}"')
     db.execute(FACTS_AS_OF)
-    db.execute(ANALYTICS_SQL)
 
 
 def _attach_snapshot(db: duckdb.DuckDBPyConnection, root: str) -> bool:
@@ -72,7 +82,7 @@ def _attach_snapshot(db: duckdb.DuckDBPyConnection, root: str) -> bool:
         if store is None or not os.path.exists(store.snapshot):
             return False
         try:
-            db.execute(f"ATTACH {_quote(store.snapshot)} AS projections (READ_ONLY)")
+            db.execute(f"ATTACH {string_literal(store.snapshot)} AS projections (READ_ONLY)")
             return True
         except duckdb.IOException:
             continue
@@ -81,7 +91,7 @@ def _attach_snapshot(db: duckdb.DuckDBPyConnection, root: str) -> bool:
 
 def _event_views(db: duckdb.DuckDBPyConnection, event_log_dir: str, dead_letter_dir: str) -> None:
     if EventLog(event_log_dir).segments():
-        pattern = _quote(os.path.join(event_log_dir, SEGMENT_GLOB))
+        pattern = string_literal(os.path.join(event_log_dir, SEGMENT_GLOB))
         db.execute(
             "CREATE VIEW events AS SELECT * REPLACE (payload::JSON AS payload) "
             f"FROM read_parquet({pattern}, union_by_name = true)"
@@ -89,7 +99,7 @@ def _event_views(db: duckdb.DuckDBPyConnection, event_log_dir: str, dead_letter_
     else:
         db.execute(_EMPTY_EVENTS)
     if glob.glob(os.path.join(dead_letter_dir, "*.json")):
-        pattern = _quote(os.path.join(dead_letter_dir, "*.json"))
+        pattern = string_literal(os.path.join(dead_letter_dir, "*.json"))
         db.execute(
             "CREATE VIEW dead_letters AS SELECT id, recorded_at::TIMESTAMPTZ AS recorded_at, stage, reason, "
             f"head, size, argv FROM read_json({pattern}, format = 'auto')"

@@ -93,6 +93,19 @@ def _parser() -> argparse.ArgumentParser:
     dispatch = sub.add_parser("dispatch", help="(Procfile) run the dispatcher: stream -> event log")
     dispatch.add_argument("--name", help="consumer name in the group (default: this host's name)")
     sub.add_parser("project", help="(Procfile) run the projector: event log -> DuckDB tables")
+    embed = sub.add_parser(
+        "embed",
+        help="(Procfile) run the embedder: memory texts -> LanceDB vectors",
+        description="Loads the embedding model once ($REVERIE_EMBEDDING_MODEL, default all-MiniLM-L6-v2, "
+        "offline), then keeps the vectors in step with each snapshot the projector publishes: memories are "
+        "chunked, embedded (or taken from the cache of embeddings by content and model) and indexed for "
+        "vector and full-text search. `reverie up` runs one.",
+    )
+    embed.add_argument(
+        "--once",
+        action="store_true",
+        help="sync with the last published snapshot, with a progress bar, then exit",
+    )
     sub.add_parser("worker", help="(Procfile) run an RQ worker for reverie's jobs")
     return parser
 
@@ -128,6 +141,8 @@ def run(argv: list[str]) -> int:
             return stack.project()
         case "replay":
             return stack.replay()
+        case "embed":
+            return stack.embed(args.once)
         case "worker":
             return stack.worker()
     raise AssertionError(args.command)  # argparse accepts only the commands above

@@ -1,4 +1,4 @@
-"""`reverie up`, `down`, `status`, and the Procfile's processes: `server`, `dispatch`, `worker`."""
+"""`reverie up`, `down`, `status`, `replay`, `embed`, and the Procfile's other processes."""
 
 import os
 import signal
@@ -157,6 +157,35 @@ def project() -> int:
 
     configure_logging(json=True)
     run_projector(Settings.from_env(), _stop_on_signals())
+    return 0
+
+
+def embed(once: bool) -> int:
+    from schemas.files import Busy
+    from workers.embedding import open_embedder, run_embedder, sync_once
+
+    settings = Settings.from_env()
+    if not once:
+        from workers.logs import configure_logging
+
+        configure_logging(json=True)
+        run_embedder(settings, _stop_on_signals())
+        return 0
+    try:
+        with err.status(f"loading {settings.embedding_model}…"):
+            embedder, lock = open_embedder(settings)
+    except Busy:
+        return fail("the stack's embedder is running and keeps the vectors in step already")
+    with lock, progress_bar() as progress:
+        task = progress.add_task("embedding memories", total=None)
+        report = sync_once(
+            settings, embedder, lambda done, total: progress.update(task, completed=done, total=total)
+        )
+    out.print(
+        f"{report.memories_added} memories embedded ({report.chunks_added} chunks, "
+        f"{report.chunks_encoded} computed, the rest from the cache), {report.memories_removed} removed; "
+        f"{embedder.vectors.count()} chunks in {embedder.vectors.path}"
+    )
     return 0
 
 

@@ -5,6 +5,9 @@ Standard library only: the hook imports this on every call.
 - REVERIE_HOME: the data directory (default: $XDG_DATA_HOME/reverie, else ~/.local/share/reverie).
 - REDIS_URL: a shared Redis (redis://, rediss://, unix://). Unset means the embedded server,
   reached on a unix socket inside the data directory that only this user can open.
+- REVERIE_EMBEDDING_MODEL: the sentence-transformers model that embeds memories (default:
+  all-MiniLM-L6-v2, shipped in a wheel and loaded offline). Another name or path is loaded the
+  usual sentence-transformers way, which may download it.
 """
 
 import os
@@ -16,6 +19,7 @@ if TYPE_CHECKING:
 STREAM = "reverie:events"
 GROUP = "reverie:archivers"
 QUEUE = "reverie"
+DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
 # Unix socket paths must fit in sun_path (108 bytes on Linux).
 _MAX_SOCKET_PATH = 100
 
@@ -26,12 +30,15 @@ def _quote_path(path: str) -> str:
 
 
 class Settings:
-    __slots__ = ("embedded", "home", "redis_url")
+    __slots__ = ("embedded", "embedding_model", "home", "redis_url")
 
-    def __init__(self, home: str, redis_url: str | None = None) -> None:
+    def __init__(
+        self, home: str, redis_url: str | None = None, embedding_model: str = DEFAULT_EMBEDDING_MODEL
+    ) -> None:
         self.home = os.path.abspath(home)
         self.embedded = not redis_url
         self.redis_url = redis_url or "unix://" + _quote_path(self.socket_path)
+        self.embedding_model = embedding_model
 
     @classmethod
     def from_env(cls, environ: "Mapping[str, str] | None" = None) -> "Settings":
@@ -40,7 +47,8 @@ class Settings:
         if not home:
             data = env.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
             home = os.path.join(data, "reverie")
-        return cls(home, env.get("REDIS_URL") or None)
+        model = env.get("REVERIE_EMBEDDING_MODEL") or DEFAULT_EMBEDDING_MODEL
+        return cls(home, env.get("REDIS_URL") or None, model)
 
     def _path(self, *parts: str) -> str:
         return os.path.join(self.home, *parts)
@@ -73,7 +81,7 @@ class Settings:
 
     @property
     def projections_dir(self) -> str:
-        """The tables folded from the log (DuckDB), rebuilt by `reverie replay`."""
+        """The tables folded from the log (DuckDB), rebuilt by `reverie replay`, and the vectors."""
         return self._path("projections")
 
     @property

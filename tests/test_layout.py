@@ -23,7 +23,14 @@ def test_the_procfile_is_what_reverie_up_starts() -> None:
 
 def test_with_a_shared_redis_there_is_no_embedded_server() -> None:
     layout = process_layout(Settings("/tmp/x", "redis://db:6379/0"), workers=3)
-    assert [p.name for p in layout] == ["dispatcher", "projector", "worker.1", "worker.2", "worker.3"]
+    assert [p.name for p in layout] == [
+        "dispatcher",
+        "projector",
+        "embedder",
+        "worker.1",
+        "worker.2",
+        "worker.3",
+    ]
 
 
 def test_compose_runs_the_procfile_processes_against_a_redis_service() -> None:

@@ -449,7 +449,7 @@ def test_the_analytic_views_answer(folding: Folding, settings: Settings) -> None
     [health] = rows(
         db, "SELECT facts, reconsolidation_rate, retrieval_hit_rate, embedding_coverage FROM memory_health"
     )
-    assert health == (0, 0.5, 1.0, None)
+    assert health == (0, 0.5, 1.0, 0.0)  # no embedder has run
 
 
 def test_one_projector_per_data_directory(settings: Settings) -> None:

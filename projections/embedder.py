@@ -1,0 +1,110 @@
+"""The embedder's fold: the memory texts of a snapshot -> their vectors, through the cache.
+
+Each round compares the snapshot's `memory_texts` with what the vectors hold, by memory id
+and content hash: memories gone or changed lose their chunks, new or changed ones are
+chunked, looked up in the cache, embedded when missing there, and written. So the vectors
+always follow some published snapshot, whatever happened to the store (a replay, a schema
+rebuild), and only text never seen by this model costs model time.
+"""
+
+from collections.abc import Callable, Iterator
+
+import duckdb
+import msgspec
+import numpy as np
+import pyarrow as pa
+
+from projections.chunking import chunk
+from projections.embeddings import EmbeddingCache, Encoder, Matrix, content_hash
+from projections.vectors import Vectors
+
+# Chunks embedded and written at once: large enough that the model sorts a whole slice by
+# length (padding costs less) and LanceDB gets few, large fragments.
+SLICE_CHUNKS = 2_048
+Progress = Callable[[int, int], None]
+
+_CURRENT = "SELECT *, sha256(text) AS content_hash FROM memory_texts"
+
+
+class SyncReport(msgspec.Struct, frozen=True):
+    memories_added: int = 0
+    memories_removed: int = 0
+    chunks_added: int = 0
+    chunks_encoded: int = 0  # the rest came from the cache
+    finished: bool = True  # False: stopped before the end, the next round goes on
+
+
+class Embedder:
+    def __init__(self, encoder: Encoder, cache: EmbeddingCache, vectors: Vectors) -> None:
+        self.encoder = encoder
+        self.cache = cache
+        self.vectors = vectors
+
+    def sync(
+        self,
+        db: duckdb.DuckDBPyConnection,
+        progress: Progress | None = None,
+        stop: Callable[[], bool] = lambda: False,
+    ) -> SyncReport:
+        """Bring the vectors in step with the memory texts `db` shows (see projections/sql.py)."""
+        db.register("held_vectors", self.vectors.held())
+        try:
+            stale = db.execute(
+                f"SELECT memory_id FROM held_vectors ANTI JOIN ({_CURRENT}) USING (memory_id, content_hash)"
+            ).fetchall()
+            fresh = db.sql(
+                f"SELECT * FROM ({_CURRENT}) ANTI JOIN held_vectors USING (memory_id, content_hash) "
+                "ORDER BY memory_id"
+            ).to_arrow_table()
+        finally:
+            db.unregister("held_vectors")
+        self.vectors.remove([memory_id for (memory_id,) in stale])
+        added = chunks = encoded = 0
+        finished = True
+        for rows, memories in _slices(fresh):
+            if stop():
+                finished = False
+                break
+            encoded += self._write(rows)
+            chunks += rows.num_rows
+            added += memories
+            if progress:
+                progress(added, fresh.num_rows)
+        self.vectors.maintain()
+        self.vectors.publish_manifest()
+        return SyncReport(added, len(stale), chunks, encoded, finished)
+
+    def _write(self, rows: pa.Table) -> int:
+        """Embed and add one slice of chunk rows; how many chunks the model had to encode."""
+        texts = rows.column("text").to_pylist()
+        hashes = [content_hash(text) for text in texts]
+        known = self.cache.get(self.encoder.name, hashes)
+        missing = list(dict.fromkeys(h for h in hashes if h not in known))
+        if missing:
+            text_of = dict(zip(hashes, texts, strict=True))
+            computed = self.encoder.encode([text_of[h] for h in missing])
+            self.cache.put(self.encoder.name, missing, computed)
+            known.update(zip(missing, computed, strict=True))
+        vectors: Matrix = np.stack([known[h] for h in hashes])
+        column = pa.FixedSizeListArray.from_arrays(vectors.ravel(), self.encoder.dim)
+        self.vectors.add(rows.append_column("vector", column))
+        return len(missing)
+
+
+def _slices(fresh: pa.Table) -> Iterator[tuple[pa.Table, int]]:
+    """The chunk rows of `fresh` memories, about SLICE_CHUNKS at a time, and how many memories."""
+    columns: dict[str, list[object]] = {name: [] for name in ["chunk", *fresh.column_names]}
+    memories = 0
+    for memory in fresh.to_pylist():
+        # all-whitespace texts are not memories; `or` covers whitespace SQL and Python disagree on
+        for number, piece in enumerate(chunk(memory["text"]) or [memory["text"]]):
+            columns["chunk"].append(number)
+            for name, value in memory.items():
+                columns[name].append(piece if name == "text" else value)
+        memories += 1
+        if len(columns["chunk"]) >= SLICE_CHUNKS:
+            yield pa.table(columns), memories
+            columns = {name: [] for name in columns}
+            memories = 0
+    if memories:
+        yield pa.table(columns), memories

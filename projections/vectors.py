@@ -1,0 +1,147 @@
+"""The vectors: every memory text, chunked and embedded, in LanceDB, with its indexes.
+
+    projections/vectors/
+        .lock                           held by the one embedder
+        <model>-<version>/              one LanceDB database per model and layout
+            memories.lance/             a row per chunk: the chunk, its memory, its vector
+            embedded.parquet            (memory_id, content_hash) of what is in, for SQL readers
+
+The vectors follow the memory texts of the projections (`memory_texts` in analytics.sql): a
+memory whose text changed is embedded again, one that is gone is removed. LanceDB keeps
+versions, so readers search while the embedder writes; DuckDB readers cannot open LanceDB,
+so the embedder publishes what it holds as Parquet (memory_health.embedding_coverage).
+
+lancedb is imported on first use: it costs seconds, and `reverie sql` only needs the paths.
+"""
+
+import hashlib
+import os
+import re
+from datetime import timedelta
+from typing import TYPE_CHECKING, cast
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from projections.chunking import MAX_CHARS
+from projections.literals import string_literal
+from schemas.files import sync_directory
+
+if TYPE_CHECKING:
+    from lancedb.query import LanceHybridQueryBuilder, LanceVectorQueryBuilder
+    from lancedb.table import Table
+
+TABLE = "memories"
+MANIFEST = "embedded.parquet"
+# Below this many chunks a flat scan answers in a few milliseconds (benchmarks/vector_search.py)
+# and an index would only cost its training.
+ANN_MIN_ROWS = 20_000
+# Rows written since the indexes were last brought up to date, beyond which they are.
+_STALE_ROWS = 5_000
+# Old LanceDB versions a reader may still be reading are kept this long.
+_KEEP_VERSIONS = timedelta(minutes=10)
+
+
+def _columns(dim: int) -> list[pa.Field]:
+    return [
+        pa.field("memory_id", pa.string(), nullable=False),
+        pa.field("chunk", pa.int32(), nullable=False),
+        pa.field("kind", pa.string(), nullable=False),
+        pa.field("project", pa.string()),
+        pa.field("session_id", pa.string()),
+        pa.field("ts", pa.timestamp("us", tz="UTC")),
+        pa.field("text", pa.string(), nullable=False),
+        pa.field("content_hash", pa.string(), nullable=False),  # sha256 of the whole memory text
+        pa.field("vector", pa.list_(pa.float32(), dim), nullable=False),
+    ]
+
+
+def row_schema(dim: int) -> pa.Schema:
+    return pa.schema(_columns(dim))
+
+
+def vectors_root(projections_dir: str) -> str:
+    return os.path.join(projections_dir, "vectors")
+
+
+def vectors_path(projections_dir: str, model: str) -> str:
+    """Where the vectors of `model` live; another model or row layout is another database."""
+    layout = f"{model}\n{row_schema(0)}\n{MAX_CHARS}"
+    version = hashlib.blake2b(layout.encode(), digest_size=4).hexdigest()
+    slug = re.sub(r"[^A-Za-z0-9.]+", "-", model).strip("-")[-48:]
+    return os.path.join(vectors_root(projections_dir), f"{slug}-{version}")
+
+
+class Vectors:
+    """The one database of a model's vectors."""
+
+    def __init__(self, path: str, dim: int) -> None:
+        import lancedb
+
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        self.path = path
+        self.dim = dim
+        self.schema = row_schema(dim)
+        db = lancedb.connect(path)
+        self.table: Table = db.create_table(TABLE, schema=self.schema, exist_ok=True)
+
+    def count(self) -> int:
+        return self.table.count_rows()
+
+    def held(self) -> pa.Table:
+        """(memory_id, content_hash) of every memory in, once each."""
+        rows = self.table.search().select(["memory_id", "content_hash"]).limit(None).to_arrow()
+        return rows.group_by(["memory_id", "content_hash"]).aggregate([])
+
+    def remove(self, memory_ids: list[str], per_statement: int = 2_000) -> None:
+        for start in range(0, len(memory_ids), per_statement):
+            listed = ", ".join(string_literal(m) for m in memory_ids[start : start + per_statement])
+            self.table.delete(f"memory_id IN ({listed})")
+
+    def add(self, rows: pa.Table) -> None:
+        self.table.add(rows.select(self.schema.names).cast(self.schema))
+
+    def maintain(self) -> None:
+        """Create the indexes the table has grown into; fold recent rows into them."""
+        from lancedb.index import FTS, BTree, IvfHnswSq
+
+        indexed = {tuple(index.columns): index for index in self.table.list_indices()}
+        rows = self.count()
+        if rows and ("text",) not in indexed:
+            self.table.create_index("text", config=FTS())
+            self.table.create_index("memory_id", config=BTree())
+        if rows >= ANN_MIN_ROWS and ("vector",) not in indexed:
+            self.table.create_index("vector", config=IvfHnswSq(distance_type="cosine"))
+        elif any(self._unindexed(index.name) >= _STALE_ROWS for index in indexed.values()):
+            self.table.optimize(cleanup_older_than=_KEEP_VERSIONS)
+
+    def _unindexed(self, index: str) -> int:
+        stats = self.table.index_stats(index)
+        return stats.num_unindexed_rows if stats else 0
+
+    def publish_manifest(self) -> None:
+        """Write what is in for SQL readers, replacing the last manifest atomically."""
+        target = os.path.join(self.path, MANIFEST)
+        temp = target + ".tmp"
+        pq.write_table(self.held(), temp)
+        os.replace(temp, target)
+        sync_directory(self.path)
+
+    def nearest(self, vector: list[float], limit: int = 10) -> pa.Table:
+        """The `limit` chunks closest to `vector` (cosine)."""
+        query = cast("LanceVectorQueryBuilder", self.table.search(vector))
+        return query.distance_type("cosine").limit(limit).to_arrow()
+
+    def hybrid(self, text: str, vector: list[float], limit: int = 10) -> pa.Table:
+        """The `limit` chunks that rank best by vector and by full text, fused by reciprocal rank."""
+        from lancedb.rerankers import RRFReranker
+
+        query = cast("LanceHybridQueryBuilder", self.table.search(query_type="hybrid"))
+        return (
+            query.vector(vector)
+            .text(text)
+            .distance_type("cosine")
+            .rerank(RRFReranker())
+            .limit(limit)
+            .to_arrow()
+        )

@@ -1,0 +1,244 @@
+"""The vectors follow the memory texts: chunked, embedded once per text and model, searchable."""
+
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from typing import Any
+
+import duckdb
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ingest.transcripts import ImportedEvent, find_transcripts, read_transcript
+from projections import sql, vectors
+from projections.chunking import MAX_CHARS, chunk
+from projections.embedder import Embedder
+from projections.embeddings import EmbeddingCache, Encoder, content_hash, load_encoder
+from projections.vectors import Vectors
+from schemas import events, kinds, memory
+from schemas.settings import Settings
+from tests.conftest import BIN, TRANSCRIPTS
+from tests.test_projections import Folding, derived, memory_story, observed
+from workers.embedding import open_embedder, sync_once
+
+
+def test_a_short_text_is_one_chunk() -> None:
+    assert chunk("  fix the flaky test\n") == ["fix the flaky test"]
+    assert chunk(" \n\t ") == []
+
+
+def test_a_long_text_is_cut_at_paragraphs_first() -> None:
+    paragraphs = [f"Paragraph {i}. " + "word " * 60 for i in range(6)]
+    pieces = chunk("\n\n".join(paragraphs))
+    assert len(pieces) > 1
+    assert all(p.startswith("Paragraph") for p in pieces)
+
+
+def test_a_text_without_boundaries_is_cut_anyway() -> None:
+    assert [len(p) for p in chunk("x" * (2 * MAX_CHARS + 10))] == [MAX_CHARS, MAX_CHARS, 10]
+
+
+@given(st.text(alphabet=st.sampled_from("ab .\n"), max_size=5_000))
+def test_chunks_keep_every_word_in_order_and_stay_under_the_limit(text: str) -> None:
+    pieces = chunk(text, max_chars=120)
+    assert all(0 < len(p) <= 120 for p in pieces)
+    assert "".join("".join(pieces).split()) == "".join(text.split())
+
+
+@pytest.fixture(scope="session")
+def encoder() -> Encoder:
+    return load_encoder()
+
+
+@pytest.fixture
+def folded(settings: Settings) -> Iterator[Folding]:
+    """The fixture transcripts and a story of every derived kind, folded and published."""
+    imported = [
+        events.decode_event(i.data)
+        for f in find_transcripts(str(TRANSCRIPTS))
+        for i in read_transcript(f)
+        if isinstance(i, ImportedEvent)
+    ]
+    remembered = observed(kinds.MEMORY_REMEMBERED, 30, text="the deploy key rotates monthly")
+    folding = Folding(settings)
+    folding.fold(imported, [*memory_story(), remembered])
+    yield folding
+    folding.projector.close()
+
+
+@pytest.fixture
+def embedder(settings: Settings, encoder: Encoder) -> Iterator[Embedder]:
+    opened, lock = open_embedder(settings, encoder)
+    yield opened
+    opened.cache.close()
+    lock.close()
+
+
+def rows(db: duckdb.DuckDBPyConnection, query: str) -> list[tuple[Any, ...]]:
+    return db.execute(query).fetchall()
+
+
+def memories_in_duckdb(settings: Settings) -> set[tuple[str, str]]:
+    with sql.connect(settings) as db:
+        return set(rows(db, "SELECT memory_id, sha256(text) FROM memory_texts"))
+
+
+def memories_in_lancedb(store: Vectors) -> set[tuple[str, str]]:
+    held = store.held()
+    return set(
+        zip(held.column("memory_id").to_pylist(), held.column("content_hash").to_pylist(), strict=True)
+    )
+
+
+def test_every_memory_has_its_vectors_and_every_vector_its_memory(
+    folded: Folding, embedder: Embedder, settings: Settings
+) -> None:
+    report = sync_once(settings, embedder)
+    expected = memories_in_duckdb(settings)
+    with sql.connect(settings) as db:
+        kinds_in = {k for (k,) in rows(db, "SELECT DISTINCT kind FROM memory_texts")}
+    assert kinds_in == {
+        "prompt",
+        "message",
+        "remembered",
+        "fact",
+        "episode",
+        "observation",
+        "opinion",
+        "preference",
+    }
+    assert report.memories_added == len(expected) and report.finished
+    assert memories_in_lancedb(embedder.vectors) == expected
+    table = embedder.vectors.table.to_arrow()
+    chunks: dict[str, list[int]] = {}
+    for memory_id, number in zip(table["memory_id"].to_pylist(), table["chunk"].to_pylist(), strict=True):
+        chunks.setdefault(memory_id, []).append(number)
+    assert all(sorted(numbers) == list(range(len(numbers))) for numbers in chunks.values())
+    assert max(len(numbers) for numbers in chunks.values()) > 1  # long assistant messages were cut
+    matrix = np.stack(table["vector"].to_numpy(zero_copy_only=False))
+    assert matrix.shape == (table.num_rows, 384)
+    assert np.allclose(np.linalg.norm(matrix, axis=1), 1.0, atol=1e-4)
+    with sql.connect(settings) as db:
+        assert rows(db, "SELECT embedding_coverage FROM memory_health") == [(1.0,)]
+    assert sync_once(settings, embedder).memories_added == 0  # nothing new: nothing done
+
+
+def test_a_memory_whose_text_changed_is_embedded_again(
+    folded: Folding, embedder: Embedder, settings: Settings
+) -> None:
+    sync_once(settings, embedder)
+    folded.fold(
+        [
+            derived(
+                kinds.FACT_RECONSOLIDATED,
+                40,
+                memory.FactReconsolidated(fact_id="f2", description="uses DuckDB 2.1"),
+            )
+        ]
+    )
+    with sql.connect(settings) as db:
+        assert rows(db, "SELECT embedding_coverage < 1 FROM memory_health") == [(True,)]
+    report = sync_once(settings, embedder)
+    assert (report.memories_added, report.memories_removed, report.chunks_encoded) == (1, 1, 1)
+    assert memories_in_lancedb(embedder.vectors) == memories_in_duckdb(settings)
+    texts = (
+        embedder.vectors.table.search().where("memory_id = 'f2'").limit(None).to_arrow()["text"].to_pylist()
+    )
+    assert texts == ["uses DuckDB 2.1"]
+
+
+def test_a_memory_gone_from_the_projections_leaves_the_vectors(embedder: Embedder) -> None:
+    db = duckdb.connect(":memory:")
+    db.execute(
+        "CREATE TABLE memory_texts AS SELECT * FROM (VALUES "
+        "('m1', 'prompt', 'p', 's', now(), 'keep me'), ('m2', 'prompt', 'p', 's', now(), 'drop me')"
+        ") AS t(memory_id, kind, project, session_id, ts, text)"
+    )
+    embedder.sync(db)
+    db.execute("DELETE FROM memory_texts WHERE memory_id = 'm2'")
+    assert embedder.sync(db).memories_removed == 1
+    assert {m for m, _ in memories_in_lancedb(embedder.vectors)} == {"m1"}
+
+
+def test_rebuilt_vectors_come_from_the_cache(folded: Folding, embedder: Embedder, settings: Settings) -> None:
+    first = sync_once(settings, embedder)
+    assert first.chunks_encoded > 0
+    before = embedder.vectors.table.to_arrow().sort_by([("memory_id", "ascending"), ("chunk", "ascending")])
+    shutil.rmtree(embedder.vectors.path)
+    embedder.vectors = Vectors(embedder.vectors.path, embedder.encoder.dim)
+    again = sync_once(settings, embedder)
+    assert (again.chunks_added, again.chunks_encoded) == (first.chunks_added, 0)
+    after = embedder.vectors.table.to_arrow().sort_by([("memory_id", "ascending"), ("chunk", "ascending")])
+    assert after.select(before.column_names).equals(before)
+
+
+def test_the_cache_is_kept_per_model(encoder: Encoder, tmp_path: Any) -> None:
+    cache = EmbeddingCache(str(tmp_path / "cache.duckdb"))
+    vector = encoder.encode(["hello"])
+    cache.put("model-a", ["h"], vector)
+    assert set(cache.get("model-a", ["h", "other"])) == {"h"}
+    assert cache.get("model-b", ["h"]) == {}
+    assert np.array_equal(cache.get("model-a", ["h"])["h"], vector[0])
+
+
+def test_another_model_gets_vectors_of_its_own(settings: Settings) -> None:
+    other = Settings(settings.home, embedding_model="sentence-transformers/all-mpnet-base-v2")
+    assert vectors.vectors_path(settings.projections_dir, settings.embedding_model) != vectors.vectors_path(
+        other.projections_dir, other.embedding_model
+    )
+
+
+def test_search_finds_by_meaning_and_by_exact_words(
+    folded: Folding, embedder: Embedder, settings: Settings, encoder: Encoder
+) -> None:
+    sync_once(settings, embedder)
+    key = encoder.encode(["when does the key used for deployments get replaced?"])[0].tolist()
+    assert embedder.vectors.nearest(key, 1)["text"].to_pylist() == ["the deploy key rotates monthly"]
+    slow = encoder.encode(["tests are slow"])[0].tolist()
+    found = embedder.vectors.hybrid("monthly", slow, 2)["text"].to_pylist()
+    assert set(found) == {"the deploy key rotates monthly", "tests are slow"}
+
+
+def test_a_large_table_gets_an_ann_index_and_still_finds_its_rows(
+    embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(vectors, "ANN_MIN_ROWS", 500)
+    rng = np.random.default_rng(7)
+    matrix = rng.normal(size=(600, embedder.encoder.dim)).astype(np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    ids = [f"m{i:04d}" for i in range(600)]
+    db = duckdb.connect(":memory:")
+    db.execute(
+        "CREATE TABLE memory_texts (memory_id VARCHAR, kind VARCHAR, project VARCHAR, session_id VARCHAR, "
+        "ts TIMESTAMPTZ, text VARCHAR)"
+    )
+    db.executemany(
+        "INSERT INTO memory_texts VALUES (?, 'prompt', NULL, NULL, NULL, ?)", [[m, f"text {m}"] for m in ids]
+    )
+    embedder.cache.put(
+        embedder.encoder.name, [content_hash(f"text {m}") for m in ids], matrix
+    )  # no model time
+    assert embedder.sync(db).chunks_encoded == 0
+    indexed = {tuple(i.columns) for i in embedder.vectors.table.list_indices()}
+    assert ("vector",) in indexed and ("text",) in indexed
+    assert embedder.vectors.nearest(matrix[123].tolist(), 1)["memory_id"].to_pylist() == ["m0123"]
+
+
+def test_embed_once_from_the_command_line(folded: Folding, env: dict[str, str], settings: Settings) -> None:
+    done = subprocess.run([str(BIN), "embed", "--once"], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "memories embedded" in done.stdout
+    with sql.connect(settings) as db:
+        assert rows(db, "SELECT embedding_coverage FROM memory_health") == [(1.0,)]
+
+
+def test_a_second_embedder_is_refused_with_a_reason(
+    embedder: Embedder, env: dict[str, str], settings: Settings
+) -> None:
+    assert os.path.isdir(embedder.vectors.path)
+    done = subprocess.run([str(BIN), "embed", "--once"], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1
+    assert "embedder is running" in done.stderr
