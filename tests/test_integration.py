@@ -403,3 +403,17 @@ def test_sql_reads_the_projections_while_the_projector_writes(stack: Stack, env:
     assert counts == sorted(counts)  # each read sees a consistent snapshot, never going back
     assert counts[-1] == 120
     assert stack.query("select count(*) from sessions") == [(1,)]
+
+
+def test_the_stack_embeds_what_it_projects(stack: Stack, env: dict[str, str]) -> None:
+    imported = subprocess.run([str(BIN), "import", str(TRANSCRIPTS)], env=env, capture_output=True, text=True)
+    assert imported.returncode == 0, imported.stderr
+
+    def all_embedded() -> bool:
+        [(submitted, projected, covered)] = stack.query(
+            "select (select count(*) from events where kind = 'prompt.submitted'), "
+            "(select count(*) from prompts), embedding_coverage from memory_health"
+        )
+        return bool(submitted and projected == submitted and covered == 1.0)
+
+    wait_for(all_embedded, timeout=180, what="the embedder to embed every memory text")

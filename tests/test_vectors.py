@@ -17,6 +17,7 @@ from projections import sql, vectors
 from projections.chunking import MAX_CHARS, chunk
 from projections.embedder import Embedder
 from projections.embeddings import EmbeddingCache, Encoder, content_hash, load_encoder
+from projections.projector import replay
 from projections.vectors import Vectors
 from schemas import events, kinds, memory
 from schemas.settings import Settings
@@ -148,6 +149,15 @@ def test_a_memory_whose_text_changed_is_embedded_again(
         embedder.vectors.table.search().where("memory_id = 'f2'").limit(None).to_arrow()["text"].to_pylist()
     )
     assert texts == ["uses DuckDB 2.1"]
+
+
+def test_a_replay_costs_the_vectors_nothing(folded: Folding, embedder: Embedder, settings: Settings) -> None:
+    sync_once(settings, embedder)
+    folded.projector.close()
+    replay(settings.event_log_dir, settings.projections_dir)
+    report = sync_once(settings, embedder)
+    assert (report.memories_added, report.memories_removed) == (0, 0)
+    assert memories_in_lancedb(embedder.vectors) == memories_in_duckdb(settings)
 
 
 def test_a_memory_gone_from_the_projections_leaves_the_vectors(embedder: Embedder) -> None:
