@@ -72,8 +72,9 @@ def _parser() -> argparse.ArgumentParser:
         "retrievals. Memory: entities, facts, fact_history, provenance, episodes, activation_log, signals, "
         "preferences, failures, tiers, communities, opinions, observations. Analytics: facts_current, "
         "facts_as_of(valid_time, known_time) (bi-temporal: true at valid_time, as known at known_time), "
-        "tool_usage_per_day, entity_timeline, memory_health. The projections are the projector's last "
-        "published snapshot. Give - to read the query from stdin.",
+        "tool_usage_per_day, entity_timeline, memory_health; memory_texts (what the embedder embeds) and "
+        "embedded (what the vectors hold, by memory_id and content_hash). The projections are the "
+        "projector's last published snapshot. Give - to read the query from stdin.",
     )
     sql.add_argument(
         "query", nargs="?", help="the SQL query, or - for stdin (none: an interactive shell on a terminal)"

@@ -107,7 +107,8 @@ def status(as_json: bool) -> int:
         ("spooled events", str(state.spooled)),
         ("dead letters", str(state.dead_letters)),
         ("archived events", f"{state.archived} in {state.segments} segments"),
-        ("projections", _age(state.projections_published_at)),
+        ("projections", _age("snapshot", state.projections_published_at)),
+        ("vectors", _age("manifest", state.vectors_published_at)),
         ("dispatchers", ", ".join(f"{d.consumer} (pid {d.pid})" for d in state.dispatchers) or "none alive"),
         ("workers", ", ".join(f"{w.name} ({w.state})" for w in state.workers) or "none alive"),
     ]
@@ -117,10 +118,10 @@ def status(as_json: bool) -> int:
     return 0 if state.reachable else 1
 
 
-def _age(published_at: float | None) -> str:
+def _age(what: str, published_at: float | None) -> str:
     if published_at is None:
         return "none published yet"
-    return f"snapshot published {max(0.0, time.time() - published_at):.1f} s ago"
+    return f"{what} published {max(0.0, time.time() - published_at):.1f} s ago"
 
 
 def server() -> int:

@@ -252,11 +252,14 @@ def test_up_detached_status_and_down(env: dict[str, str], settings: Settings) ->
 
         def published() -> object:
             status = subprocess.run([str(BIN), "status", "--json"], env=env, capture_output=True, text=True)
-            return json.loads(status.stdout)["projections_published_at"]
+            state = json.loads(status.stdout)
+            return state["projections_published_at"] and state["vectors_published_at"]
 
-        wait_for(published, what="the projector's first snapshot")
+        wait_for(
+            published, timeout=60, what="the projector's first snapshot and the embedder's first manifest"
+        )
         human = subprocess.run([str(BIN), "status"], env=env, capture_output=True, text=True)
-        assert "snapshot published" in human.stdout
+        assert "snapshot published" in human.stdout and "manifest published" in human.stdout
         again = subprocess.run([str(BIN), "up", "--detach"], env=env, capture_output=True, text=True)
         assert again.returncode == 0 and "already running" in again.stdout
         server = server_pid(settings)

@@ -11,6 +11,7 @@ from ingest.dead_letters import count_dead_letters
 from ingest.spool import spooled
 from projections.event_log import EventLog
 from projections.store import current_store
+from projections.vectors import MANIFEST, vectors_path
 from schemas.settings import GROUP, STREAM, Settings
 from workers.dispatcher import HEARTBEAT_PREFIX, Heartbeat
 from workers.redis_client import connect
@@ -35,6 +36,7 @@ class StackStatus(msgspec.Struct, frozen=True, kw_only=True):
     segments: int
     archived: int
     projections_published_at: float | None = None  # when the projector last published a snapshot
+    vectors_published_at: float | None = None  # when the embedder last published what it holds
     dispatchers: list[Heartbeat] = []
     workers: list[WorkerState] = []
 
@@ -47,12 +49,20 @@ def _group_info(client: "redis.Redis") -> dict[str, Any]:
     return {}
 
 
-def _published_at(settings: Settings) -> float | None:
-    store = current_store(settings.projections_dir)
+def _modified_at(path: str | None) -> float | None:
     try:
-        return os.path.getmtime(store.snapshot) if store else None
+        return os.path.getmtime(path) if path else None
     except FileNotFoundError:
         return None
+
+
+def _snapshot(settings: Settings) -> str | None:
+    store = current_store(settings.projections_dir)
+    return store.snapshot if store else None
+
+
+def _manifest(settings: Settings) -> str:
+    return os.path.join(vectors_path(settings.projections_dir, settings.embedding_model), MANIFEST)
 
 
 def stack_status(settings: Settings) -> StackStatus:
@@ -65,7 +75,8 @@ def stack_status(settings: Settings) -> StackStatus:
         dead_letters=count_dead_letters(settings.dead_letter_dir),
         segments=len(event_log.segments()),
         archived=event_log.count(),
-        projections_published_at=_published_at(settings),
+        projections_published_at=_modified_at(_snapshot(settings)),
+        vectors_published_at=_modified_at(_manifest(settings)),
     )
     client = connect(settings, timeout=1.0)
     try:
