@@ -68,15 +68,14 @@ def pipeline(encoder: Encoder, texts: list[str], root: str) -> tuple[float, int]
     """Chunks per second from the event log to indexed vectors, and how many chunks."""
     settings = Settings(tempfile.mkdtemp(dir=root))
     build_log(settings, texts)
-    embedder, lock = open_embedder(settings, encoder)
+    embedder = open_embedder(settings, encoder)
     started = time.perf_counter()
     projector = Projector(settings.event_log_dir, settings.projections_dir)
     projector.open()  # folds the whole log, publishes the snapshot
     projector.close()
     report = sync_once(settings, embedder)
     elapsed = time.perf_counter() - started
-    embedder.cache.close()
-    lock.close()
+    embedder.close()
     assert report.chunks_encoded == report.chunks_added, "the cache was not empty"
     return report.chunks_added / elapsed, report.chunks_added
 
@@ -88,6 +87,8 @@ def main() -> None:
     parser.add_argument("--texts", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
     texts = locomo_turns()[: args.texts]
     encoder = load_encoder()
     encoder.encode(texts[:64])  # warm up: first calls allocate

@@ -20,8 +20,9 @@ from projections.vectors import Vectors
 
 # Chunks embedded and written at once: large enough that the model sorts a whole slice by
 # length (padding costs less) and LanceDB gets few, large fragments.
-SLICE_CHUNKS = 2_048
-Progress = Callable[[int, int], None]
+# Stopping waits for the slice at hand: about 10 s of model time at most on two cores.
+SLICE_CHUNKS = 1_024
+SyncProgress = Callable[[int, int], None]  # (memories done, memories to do)
 
 _CURRENT = "SELECT *, sha256(text) AS content_hash FROM memory_texts"
 
@@ -43,14 +44,15 @@ class Embedder:
     def sync(
         self,
         db: duckdb.DuckDBPyConnection,
-        progress: Progress | None = None,
+        progress: SyncProgress | None = None,
         stop: Callable[[], bool] = lambda: False,
     ) -> SyncReport:
         """Bring the vectors in step with the memory texts `db` shows (see projections/sql.py)."""
         db.register("held_vectors", self.vectors.held())
         try:
             stale = db.execute(
-                f"SELECT memory_id FROM held_vectors ANTI JOIN ({_CURRENT}) USING (memory_id, content_hash)"
+                f"SELECT memory_id, content_hash FROM held_vectors "
+                f"ANTI JOIN ({_CURRENT}) USING (memory_id, content_hash)"
             ).fetchall()
             fresh = db.sql(
                 f"SELECT * FROM ({_CURRENT}) ANTI JOIN held_vectors USING (memory_id, content_hash) "
@@ -58,7 +60,8 @@ class Embedder:
             ).to_arrow_table()
         finally:
             db.unregister("held_vectors")
-        self.vectors.remove([memory_id for (memory_id,) in stale])
+        if not stale and not fresh.num_rows and self.vectors.manifest_published():
+            return SyncReport()
         added = chunks = encoded = 0
         finished = True
         for rows, memories in _slices(fresh):
@@ -70,9 +73,14 @@ class Embedder:
             added += memories
             if progress:
                 progress(added, fresh.num_rows)
+        if finished:  # after the adds: a reworded memory keeps its old chunks until its new ones are in
+            self.vectors.remove(stale)
         self.vectors.maintain()
         self.vectors.publish_manifest()
-        return SyncReport(added, len(stale), chunks, encoded, finished)
+        return SyncReport(added, len(stale) if finished else 0, chunks, encoded, finished)
+
+    def close(self) -> None:
+        self.cache.close()
 
     def _write(self, rows: pa.Table) -> int:
         """Embed and add one slice of chunk rows; how many chunks the model had to encode."""
@@ -95,16 +103,17 @@ def _slices(fresh: pa.Table) -> Iterator[tuple[pa.Table, int]]:
     """The chunk rows of `fresh` memories, about SLICE_CHUNKS at a time, and how many memories."""
     columns: dict[str, list[object]] = {name: [] for name in ["chunk", *fresh.column_names]}
     memories = 0
-    for memory in fresh.to_pylist():
-        # all-whitespace texts are not memories; `or` covers whitespace SQL and Python disagree on
-        for number, piece in enumerate(chunk(memory["text"]) or [memory["text"]]):
-            columns["chunk"].append(number)
-            for name, value in memory.items():
-                columns[name].append(piece if name == "text" else value)
-        memories += 1
-        if len(columns["chunk"]) >= SLICE_CHUNKS:
-            yield pa.table(columns), memories
-            columns = {name: [] for name in columns}
-            memories = 0
+    for batch in fresh.to_batches(max_chunksize=256):
+        for memory in batch.to_pylist():
+            # all-whitespace texts are not memories; `or` covers whitespace SQL and Python disagree on
+            for number, piece in enumerate(chunk(memory["text"]) or [memory["text"]]):
+                columns["chunk"].append(number)
+                for name, value in memory.items():
+                    columns[name].append(piece if name == "text" else value)
+            memories += 1
+            if len(columns["chunk"]) >= SLICE_CHUNKS:
+                yield pa.table(columns), memories
+                columns = {name: [] for name in columns}
+                memories = 0
     if memories:
         yield pa.table(columns), memories

@@ -82,11 +82,14 @@ class EmbeddingCache:
     def get(self, model: str, hashes: list[str]) -> dict[str, Matrix]:
         """The cached vectors among `hashes`, by hash."""
         self.db.register("wanted", pa.table({"content_hash": pa.array(hashes, pa.string())}))
-        found = self.db.sql(
-            "SELECT content_hash, vector FROM embeddings JOIN wanted USING (content_hash) WHERE model = ?",
-            params=[model],
-        ).to_arrow_table()
-        self.db.unregister("wanted")
+        try:
+            found = self.db.sql(
+                "SELECT content_hash, vector FROM embeddings JOIN wanted USING (content_hash) "
+                "WHERE model = ?",
+                params=[model],
+            ).to_arrow_table()
+        finally:
+            self.db.unregister("wanted")
         if not found.num_rows:
             return {}
         flat = found.column("vector").combine_chunks().flatten().to_numpy().astype(np.float32)
@@ -99,10 +102,13 @@ class EmbeddingCache:
             "vector": pa.FixedSizeListArray.from_arrays(vectors.ravel(), vectors.shape[1]),
         }
         self.db.register("computed", pa.table(rows))
-        self.db.execute(
-            "INSERT OR IGNORE INTO embeddings SELECT ?, content_hash, vector::FLOAT[] FROM computed", [model]
-        )
-        self.db.unregister("computed")
+        try:
+            self.db.execute(
+                "INSERT OR IGNORE INTO embeddings SELECT ?, content_hash, vector::FLOAT[] FROM computed",
+                [model],
+            )
+        finally:
+            self.db.unregister("computed")
 
     def close(self) -> None:
         self.db.close()

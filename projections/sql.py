@@ -38,11 +38,24 @@ CREATE VIEW dead_letters AS SELECT * FROM (VALUES (
 """
 
 
-def connect(settings: Settings) -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB with views over the event log, the dead letters and the projections."""
+class NoSnapshot(LookupError):
+    """The projector has published no snapshot yet (or it vanished three times in a row)."""
+
+
+def connect(settings: Settings, snapshot_required: bool = False) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB with views over the event log, the dead letters and the projections.
+
+    Before the projector's first snapshot the projection views are empty, unless
+    `snapshot_required`: then NoSnapshot is raised (empty is not the same as not known yet).
+    """
     db = duckdb.connect(":memory:")
     _event_views(db, settings.event_log_dir, settings.dead_letter_dir)
-    _projection_views(db, settings.projections_dir)
+    if not _attach_snapshot(db, settings.projections_dir):
+        if snapshot_required:
+            db.close()
+            raise NoSnapshot(f"no snapshot of the projections in {settings.projections_dir} yet")
+        _empty_projections(db)
+    _projection_views(db)
     _embedded_view(db, vectors_path(settings.projections_dir, settings.embedding_model))
     db.execute(ANALYTICS_SQL)
     return db
@@ -51,21 +64,27 @@ def connect(settings: Settings) -> duckdb.DuckDBPyConnection:
 def _embedded_view(db: duckdb.DuckDBPyConnection, vectors: str) -> None:
     """`embedded`: the memories (id, content hash) the embedder last said the vectors hold."""
     manifest = os.path.join(vectors, MANIFEST)
-    source = (
-        f"read_parquet({string_literal(manifest)})"
-        if os.path.exists(manifest)
-        else "(SELECT NULL::VARCHAR AS memory_id, NULL::VARCHAR AS content_hash WHERE false)"
+    if os.path.exists(manifest):
+        try:
+            source = f"read_parquet({string_literal(manifest)})"
+            db.execute(f"CREATE VIEW embedded AS SELECT memory_id, content_hash FROM {source}")
+            return
+        except duckdb.Error:  # unreadable: as good as none, and the embedder's next round replaces it
+            pass
+    db.execute(
+        "CREATE VIEW embedded AS SELECT NULL::VARCHAR AS memory_id, NULL::VARCHAR AS content_hash WHERE false"
     )
-    db.execute(f"CREATE VIEW embedded AS SELECT memory_id, content_hash FROM {source}")
 
 
-def _projection_views(db: duckdb.DuckDBPyConnection, root: str) -> None:
-    """The tables of the last published snapshot (empty ones before the first), as views."""
-    if not _attach_snapshot(db, root):
-        db.execute("ATTACH ':memory:' AS projections")
-        db.execute("USE projections")
-        db.execute(SCHEMA_SQL)
-        db.execute("USE memory")
+def _empty_projections(db: duckdb.DuckDBPyConnection) -> None:
+    db.execute("ATTACH ':memory:' AS projections")
+    db.execute("USE projections")
+    db.execute(SCHEMA_SQL)
+    db.execute("USE memory")
+
+
+def _projection_views(db: duckdb.DuckDBPyConnection) -> None:
+    """The tables attached as `projections`, as views."""
     tables = db.execute(
         "SELECT table_name FROM duckdb_tables() WHERE database_name = 'projections' AND NOT internal"
     ).fetchall()
@@ -79,7 +98,7 @@ def _attach_snapshot(db: duckdb.DuckDBPyConnection, root: str) -> bool:
     """Attach the current snapshot as `projections`; whether there was one to attach."""
     for _ in range(3):  # a replay may remove the generation we just resolved: resolve again
         store = current_store(root)
-        if store is None or not os.path.exists(store.snapshot):
+        if store is None:
             return False
         try:
             db.execute(f"ATTACH {string_literal(store.snapshot)} AS projections (READ_ONLY)")

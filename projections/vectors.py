@@ -2,6 +2,7 @@
 
     projections/vectors/
         .lock                           held by the one embedder
+        embedding-cache.duckdb          vectors by (model, content hash): projections/embeddings.py
         <model>-<version>/              one LanceDB database per model and layout
             memories.lance/             a row per chunk: the chunk, its memory, its vector
             embedded.parquet            (memory_id, content_hash) of what is in, for SQL readers
@@ -23,14 +24,15 @@ from typing import TYPE_CHECKING, cast
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from projections.chunking import MAX_CHARS
 from projections.literals import string_literal
-from schemas.files import sync_directory
+from schemas.files import write_durably
 
 if TYPE_CHECKING:
     from lancedb.query import LanceHybridQueryBuilder, LanceVectorQueryBuilder
     from lancedb.table import Table
 
+# Bump when the rows or the chunking change: the vectors are then rebuilt, from the cache.
+LAYOUT = 1
 TABLE = "memories"
 MANIFEST = "embedded.parquet"
 # Below this many chunks a flat scan answers within about 6 ms (0.6 ms per 1,000 chunks here,
@@ -69,9 +71,8 @@ def vectors_root(projections_dir: str) -> str:
 
 
 def vectors_path(projections_dir: str, model: str) -> str:
-    """Where the vectors of `model` live; another model or row layout is another database."""
-    layout = f"{model}\n{row_schema(0)}\n{MAX_CHARS}"
-    version = hashlib.blake2b(layout.encode(), digest_size=4).hexdigest()
+    """Where the vectors of `model` live; another model or layout is another database."""
+    version = hashlib.blake2b(f"{model}\n{LAYOUT}".encode(), digest_size=4).hexdigest()
     slug = re.sub(r"[^A-Za-z0-9.]+", "-", model).strip("-")[-48:]
     return os.path.join(vectors_root(projections_dir), f"{slug}-{version}")
 
@@ -97,10 +98,14 @@ class Vectors:
         rows = self.table.search().select(["memory_id", "content_hash"]).limit(None).to_arrow()
         return rows.group_by(["memory_id", "content_hash"]).aggregate([])
 
-    def remove(self, memory_ids: list[str], per_statement: int = 2_000) -> None:
-        for start in range(0, len(memory_ids), per_statement):
-            listed = ", ".join(string_literal(m) for m in memory_ids[start : start + per_statement])
-            self.table.delete(f"memory_id IN ({listed})")
+    def remove(self, memories: list[tuple[str, str]], per_statement: int = 500) -> None:
+        """Delete the chunks of these (memory_id, content_hash): a memory's other texts stay."""
+        for start in range(0, len(memories), per_statement):
+            matches = " OR ".join(
+                f"(memory_id = {string_literal(m)} AND content_hash = {string_literal(h)})"
+                for m, h in memories[start : start + per_statement]
+            )
+            self.table.delete(matches)
 
     def add(self, rows: pa.Table) -> None:
         self.table.add(rows.select(self.schema.names).cast(self.schema))
@@ -109,27 +114,34 @@ class Vectors:
         """Create the indexes the table has grown into; fold recent rows into them."""
         from lancedb.index import FTS, BTree, IvfHnswSq
 
-        indexed = {tuple(index.columns): index for index in self.table.list_indices()}
+        indexed = {index.columns[0]: index.name for index in self.table.list_indices()}
         rows = self.count()
-        if rows and ("text",) not in indexed:
-            self.table.create_index("text", config=FTS())
-            self.table.create_index("memory_id", config=BTree())
-        if rows >= ANN_MIN_ROWS and ("vector",) not in indexed:
-            self.table.create_index("vector", config=IvfHnswSq(distance_type="cosine"))
-        elif any(self._unindexed(index.name) >= _STALE_ROWS for index in indexed.values()):
+        wanted: dict[str, FTS | BTree | IvfHnswSq] = {"text": FTS(), "memory_id": BTree()} if rows else {}
+        if rows >= ANN_MIN_ROWS:
+            wanted["vector"] = IvfHnswSq(distance_type="cosine")
+        for column, config in wanted.items():
+            if column not in indexed:
+                self.table.create_index(column, config=config)
+        if any(self._unindexed(name) >= _STALE_ROWS for name in indexed.values()):
             self.table.optimize(cleanup_older_than=_KEEP_VERSIONS)
 
     def _unindexed(self, index: str) -> int:
         stats = self.table.index_stats(index)
         return stats.num_unindexed_rows if stats else 0
 
+    def manifest_published(self) -> bool:
+        """Whether a readable manifest is there (a damaged one is published again)."""
+        try:
+            pq.read_metadata(os.path.join(self.path, MANIFEST))
+        except (OSError, pa.ArrowInvalid):
+            return False
+        return True
+
     def publish_manifest(self) -> None:
         """Write what is in for SQL readers, replacing the last manifest atomically."""
-        target = os.path.join(self.path, MANIFEST)
-        temp = target + ".tmp"
-        pq.write_table(self.held(), temp)
-        os.replace(temp, target)
-        sync_directory(self.path)
+        sink = pa.BufferOutputStream()
+        pq.write_table(self.held(), sink)
+        write_durably(self.path, MANIFEST, sink.getvalue().to_pybytes())
 
     def nearest(self, vector: list[float], limit: int = 10) -> pa.Table:
         """The `limit` chunks closest to `vector` (cosine)."""

@@ -162,8 +162,9 @@ def project() -> int:
 
 
 def embed(once: bool) -> int:
+    from projections.sql import NoSnapshot
     from schemas.files import Busy
-    from workers.embedding import open_embedder, run_embedder, sync_once
+    from workers.embedding import lock_vectors, open_embedder, run_embedder, sync_once
 
     settings = Settings.from_env()
     if not once:
@@ -173,15 +174,22 @@ def embed(once: bool) -> int:
         run_embedder(settings, _stop_on_signals())
         return 0
     try:
-        with err.status(f"loading {settings.embedding_model}…"):
-            embedder, lock = open_embedder(settings)
+        lock = lock_vectors(settings)
     except Busy:
         return fail("the stack's embedder is running and keeps the vectors in step already")
-    with lock, progress_bar() as progress:
-        task = progress.add_task("embedding memories", total=None)
-        report = sync_once(
-            settings, embedder, lambda done, total: progress.update(task, completed=done, total=total)
-        )
+    with lock:
+        with err.status(f"loading {settings.embedding_model}…"):
+            embedder = open_embedder(settings)
+        try:
+            with progress_bar() as progress:
+                task = progress.add_task("embedding memories", total=None)
+                report = sync_once(
+                    settings, embedder, lambda done, total: progress.update(task, completed=done, total=total)
+                )
+        except NoSnapshot:
+            return fail("nothing to embed yet: start the stack (`reverie up`) or run `reverie replay` first")
+        finally:
+            embedder.close()
     out.print(
         f"{report.memories_added} memories embedded ({report.chunks_added} chunks, "
         f"{report.chunks_encoded} computed, the rest from the cache), {report.memories_removed} removed; "

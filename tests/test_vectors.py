@@ -15,15 +15,16 @@ from hypothesis import strategies as st
 from ingest.transcripts import ImportedEvent, find_transcripts, read_transcript
 from projections import sql, vectors
 from projections.chunking import MAX_CHARS, chunk
-from projections.embedder import Embedder
+from projections.embedder import SLICE_CHUNKS, Embedder
 from projections.embeddings import EmbeddingCache, Encoder, content_hash, load_encoder
 from projections.projector import replay
+from projections.store import current_store
 from projections.vectors import Vectors
 from schemas import events, kinds, memory
 from schemas.settings import Settings
 from tests.conftest import BIN, TRANSCRIPTS
 from tests.test_projections import Folding, derived, memory_story, observed
-from workers.embedding import open_embedder, sync_once
+from workers.embedding import lock_vectors, open_embedder, sync_once
 
 
 def test_a_short_text_is_one_chunk() -> None:
@@ -72,10 +73,10 @@ def folded(settings: Settings) -> Iterator[Folding]:
 
 @pytest.fixture
 def embedder(settings: Settings, encoder: Encoder) -> Iterator[Embedder]:
-    opened, lock = open_embedder(settings, encoder)
-    yield opened
-    opened.cache.close()
-    lock.close()
+    with lock_vectors(settings):
+        opened = open_embedder(settings, encoder)
+        yield opened
+        opened.close()
 
 
 def rows(db: duckdb.DuckDBPyConnection, query: str) -> list[tuple[Any, ...]]:
@@ -118,6 +119,9 @@ def test_every_memory_has_its_vectors_and_every_vector_its_memory(
     for memory_id, number in zip(table["memory_id"].to_pylist(), table["chunk"].to_pylist(), strict=True):
         chunks.setdefault(memory_id, []).append(number)
     assert all(sorted(numbers) == list(range(len(numbers))) for numbers in chunks.values())
+    with sql.connect(settings) as db:
+        texts = dict(rows(db, "SELECT memory_id, text FROM memory_texts"))
+    assert {m: len(numbers) for m, numbers in chunks.items()} == {m: len(chunk(t)) for m, t in texts.items()}
     assert max(len(numbers) for numbers in chunks.values()) > 1  # long assistant messages were cut
     matrix = np.stack(table["vector"].to_numpy(zero_copy_only=False))
     assert matrix.shape == (table.num_rows, 384)
@@ -160,13 +164,19 @@ def test_a_replay_costs_the_vectors_nothing(folded: Folding, embedder: Embedder,
     assert memories_in_lancedb(embedder.vectors) == memories_in_duckdb(settings)
 
 
-def test_a_memory_gone_from_the_projections_leaves_the_vectors(embedder: Embedder) -> None:
+def memory_texts(*memories: tuple[str, str, str]) -> duckdb.DuckDBPyConnection:
+    """A connection whose memory_texts holds these (memory_id, kind, text)."""
     db = duckdb.connect(":memory:")
     db.execute(
-        "CREATE TABLE memory_texts AS SELECT * FROM (VALUES "
-        "('m1', 'prompt', 'p', 's', now(), 'keep me'), ('m2', 'prompt', 'p', 's', now(), 'drop me')"
-        ") AS t(memory_id, kind, project, session_id, ts, text)"
+        "CREATE TABLE memory_texts (memory_id VARCHAR, kind VARCHAR, project VARCHAR, session_id VARCHAR, "
+        "ts TIMESTAMPTZ, text VARCHAR)"
     )
+    db.executemany("INSERT INTO memory_texts VALUES (?, ?, NULL, NULL, NULL, ?)", [list(m) for m in memories])
+    return db
+
+
+def test_a_memory_gone_from_the_projections_leaves_the_vectors(embedder: Embedder) -> None:
+    db = memory_texts(("m1", "prompt", "keep me"), ("m2", "prompt", "drop me"))
     embedder.sync(db)
     db.execute("DELETE FROM memory_texts WHERE memory_id = 'm2'")
     assert embedder.sync(db).memories_removed == 1
@@ -212,26 +222,22 @@ def test_search_finds_by_meaning_and_by_exact_words(
     assert set(found) == {"the deploy key rotates monthly", "tests are slow"}
 
 
+def cached_memories(embedder: Embedder, n: int) -> tuple[list[str], np.ndarray[Any, Any]]:
+    """`n` memory ids whose texts ("text <id>") have random unit vectors in the cache already."""
+    rng = np.random.default_rng(7)
+    matrix = rng.normal(size=(n, embedder.encoder.dim)).astype(np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    ids = [f"m{i:04d}" for i in range(n)]
+    embedder.cache.put(embedder.encoder.name, [content_hash(f"text {m}") for m in ids], matrix)
+    return ids, matrix
+
+
 def test_a_large_table_gets_an_ann_index_and_still_finds_its_rows(
     embedder: Embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(vectors, "ANN_MIN_ROWS", 500)
-    rng = np.random.default_rng(7)
-    matrix = rng.normal(size=(600, embedder.encoder.dim)).astype(np.float32)
-    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
-    ids = [f"m{i:04d}" for i in range(600)]
-    db = duckdb.connect(":memory:")
-    db.execute(
-        "CREATE TABLE memory_texts (memory_id VARCHAR, kind VARCHAR, project VARCHAR, session_id VARCHAR, "
-        "ts TIMESTAMPTZ, text VARCHAR)"
-    )
-    db.executemany(
-        "INSERT INTO memory_texts VALUES (?, 'prompt', NULL, NULL, NULL, ?)", [[m, f"text {m}"] for m in ids]
-    )
-    embedder.cache.put(
-        embedder.encoder.name, [content_hash(f"text {m}") for m in ids], matrix
-    )  # no model time
-    assert embedder.sync(db).chunks_encoded == 0
+    ids, matrix = cached_memories(embedder, 600)
+    assert embedder.sync(memory_texts(*((m, "prompt", f"text {m}") for m in ids))).chunks_encoded == 0
     indexed = {tuple(i.columns) for i in embedder.vectors.table.list_indices()}
     assert ("vector",) in indexed and ("text",) in indexed
     assert embedder.vectors.nearest(matrix[123].tolist(), 1)["memory_id"].to_pylist() == ["m0123"]
@@ -252,3 +258,55 @@ def test_a_second_embedder_is_refused_with_a_reason(
     done = subprocess.run([str(BIN), "embed", "--once"], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 1
     assert "embedder is running" in done.stderr
+
+
+def test_memories_of_two_kinds_with_one_id_keep_their_own_vectors(embedder: Embedder) -> None:
+    embedder.sync(memory_texts(("x", "fact", "alpha"), ("x", "opinion", "beta")))
+    report = embedder.sync(memory_texts(("x", "fact", "alpha"), ("x", "opinion", "gamma")))
+    assert (report.memories_added, report.memories_removed) == (1, 1)
+    held = embedder.vectors.table.search().select(["kind", "text"]).limit(None).to_arrow().to_pylist()
+    assert sorted(held, key=str) == [{"kind": "fact", "text": "alpha"}, {"kind": "opinion", "text": "gamma"}]
+
+
+def test_a_round_stopped_midway_is_finished_by_the_next(embedder: Embedder) -> None:
+    ids, _ = cached_memories(embedder, SLICE_CHUNKS + 10)
+    db = memory_texts(*((m, "prompt", f"text {m}") for m in ids))
+    calls = iter([False, True])
+    first = embedder.sync(db, stop=lambda: next(calls))
+    assert not first.finished and first.memories_added == SLICE_CHUNKS
+    second = embedder.sync(db)
+    assert second.finished and second.memories_added == 10
+    assert embedder.vectors.count() == len(ids)
+
+
+def test_without_a_snapshot_the_vectors_are_left_alone(
+    folded: Folding, embedder: Embedder, settings: Settings
+) -> None:
+    sync_once(settings, embedder)
+    held = embedder.vectors.count()
+    store = current_store(settings.projections_dir)
+    assert store is not None
+    folded.projector.close()
+    os.unlink(store.snapshot)  # as a replay's swap removes the generation a reader resolved
+    with pytest.raises(sql.NoSnapshot):
+        sync_once(settings, embedder)
+    assert embedder.vectors.count() == held
+
+
+def test_a_damaged_manifest_reads_as_nothing_embedded_and_is_published_again(
+    folded: Folding, embedder: Embedder, settings: Settings
+) -> None:
+    sync_once(settings, embedder)
+    with open(os.path.join(embedder.vectors.path, vectors.MANIFEST), "w") as f:
+        f.write("torn")
+    with sql.connect(settings) as db:
+        assert rows(db, "SELECT embedding_coverage FROM memory_health") == [(0.0,)]
+    sync_once(settings, embedder)
+    with sql.connect(settings) as db:
+        assert rows(db, "SELECT embedding_coverage FROM memory_health") == [(1.0,)]
+
+
+def test_embed_once_before_any_snapshot_says_what_to_do(env: dict[str, str]) -> None:
+    done = subprocess.run([str(BIN), "embed", "--once"], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1
+    assert "nothing to embed yet" in done.stderr and "Traceback" not in done.stderr

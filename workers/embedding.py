@@ -1,6 +1,7 @@
 """The embedder process: loads the model once, then keeps the vectors in step with the snapshots."""
 
 import os
+import re
 import shutil
 import threading
 from typing import TextIO
@@ -9,52 +10,49 @@ import msgspec
 import structlog
 
 from projections import sql
-from projections.embedder import Embedder, Progress, SyncReport
+from projections.embedder import Embedder, SyncProgress, SyncReport
 from projections.embeddings import EmbeddingCache, Encoder, load_encoder
 from projections.store import current_store
 from projections.vectors import Vectors, vectors_path, vectors_root
-from schemas.files import lock_directory
+from schemas.files import Busy, lock_directory
 from schemas.settings import Settings
 
 log = structlog.get_logger("reverie.embedder")
 CACHE = "embedding-cache.duckdb"
+_VECTORS_DIR = re.compile(r"[A-Za-z0-9.-]+-[0-9a-f]{8}")  # see vectors_path
+_MAX_BACKOFF_S = 60.0
 
 
-def open_embedder(settings: Settings, encoder: Encoder | None = None) -> tuple[Embedder, TextIO]:
-    """The embedder of `settings`' model, and the lock that makes it the only one.
-
-    Slow unless given the `encoder`, loaded already: it loads the model.
-    """
+def lock_vectors(settings: Settings) -> TextIO:
+    """Hold the vectors for this process alone (one embedder); keep the handle open."""
     root = vectors_root(settings.projections_dir)
-    lock = lock_directory(root, f"another process is embedding into {root}")
+    return lock_directory(root, f"another process is embedding into {root}")
+
+
+def open_embedder(settings: Settings, encoder: Encoder | None = None) -> Embedder:
+    """The embedder of `settings`' model; slow unless given the `encoder`, loaded already."""
     encoder = encoder or load_encoder(settings.embedding_model)
     vectors = Vectors(vectors_path(settings.projections_dir, settings.embedding_model), encoder.dim)
-    cache = EmbeddingCache(os.path.join(root, CACHE))
-    return Embedder(encoder, cache, vectors), lock
+    cache = EmbeddingCache(os.path.join(vectors_root(settings.projections_dir), CACHE))
+    return Embedder(encoder, cache, vectors)
 
 
 def sync_once(
     settings: Settings,
     embedder: Embedder,
-    progress: Progress | None = None,
+    progress: SyncProgress | None = None,
     stop: threading.Event | None = None,
 ) -> SyncReport:
-    """One round against the snapshot published last."""
-    with sql.connect(settings) as db:
+    """One round against the snapshot published last; sql.NoSnapshot if there is none yet."""
+    with sql.connect(settings, snapshot_required=True) as db:
         return embedder.sync(db, progress, stop.is_set if stop else lambda: False)
 
 
-def prune_vectors(settings: Settings, keep: str) -> bool:
+def prune_vectors(settings: Settings, keep: str) -> None:
     """Remove the vectors of other models and layouts (the cache keeps their embeddings)."""
-    root = vectors_root(settings.projections_dir)
-    for entry in os.scandir(root):
-        if entry.is_dir() and entry.path != keep:
+    for entry in os.scandir(vectors_root(settings.projections_dir)):
+        if entry.is_dir() and _VECTORS_DIR.fullmatch(entry.name) and entry.path != keep:
             shutil.rmtree(entry.path, ignore_errors=True)
-    return True
-
-
-def _log_progress(done: int, total: int) -> None:
-    log.info("vectors.progress", memories=done, of=total)
 
 
 def _snapshot_identity(settings: Settings) -> tuple[str, int, int] | None:
@@ -66,27 +64,58 @@ def _snapshot_identity(settings: Settings) -> tuple[str, int, int] | None:
     return (store.snapshot, stat.st_ino, stat.st_mtime_ns) if store and stat else None
 
 
+def _log_progress(done: int, total: int) -> None:
+    log.info("vectors.progress", memories=done, of=total)
+
+
+def _wait_for_lock(settings: Settings, stop: threading.Event) -> TextIO | None:
+    """The vectors' lock, once `reverie embed --once` or another embedder lets it go."""
+    while not stop.is_set():
+        try:
+            return lock_vectors(settings)
+        except Busy:
+            log.info("embedder.waiting", reason="another process is embedding")
+            stop.wait(5.0)
+    return None
+
+
 def run_embedder(settings: Settings, stop: threading.Event, interval_s: float = 0.5) -> None:
     """Sync the vectors with each snapshot the projector publishes, until `stop` is set."""
-    embedder, lock = open_embedder(settings)
-    log.info("embedder.started", model=embedder.encoder.name, vectors=embedder.vectors.path)
-    seen = pruned = None
-    try:
-        while not stop.is_set():
-            snapshot = _snapshot_identity(settings)
-            if snapshot != seen:
-                try:
-                    report = sync_once(settings, embedder, _log_progress, stop)
-                except Exception:  # a snapshot swapped away mid-read, a full disk: next round
-                    log.exception("vectors.sync_failed")
-                else:
-                    log.info("vectors.synced", **msgspec.structs.asdict(report))
-                    if report.finished:
-                        seen = snapshot
-                    if report.finished and not pruned:
-                        pruned = prune_vectors(settings, keep=embedder.vectors.path)
-            stop.wait(interval_s)
-    finally:
-        embedder.cache.close()
-        lock.close()
-        log.info("embedder.stopped")
+    lock = _wait_for_lock(settings, stop)
+    if lock is None:
+        return
+    with lock:
+        embedder = open_embedder(settings)
+        log.info("embedder.started", model=embedder.encoder.name, vectors=embedder.vectors.path)
+        try:
+            _follow_snapshots(settings, embedder, stop, interval_s)
+        finally:
+            embedder.close()
+            log.info("embedder.stopped")
+
+
+def _follow_snapshots(
+    settings: Settings, embedder: Embedder, stop: threading.Event, interval_s: float
+) -> None:
+    seen = None
+    pruned = False
+    wait = interval_s
+    while not stop.is_set():
+        snapshot = _snapshot_identity(settings)
+        if snapshot is not None and snapshot != seen:
+            try:
+                report = sync_once(settings, embedder, _log_progress, stop)
+            except sql.NoSnapshot:  # swapped away as we looked, or unreadable: the next one
+                pass
+            except Exception:  # an unreadable snapshot, a full disk, a bug: retry, ever less often
+                log.exception("vectors.sync_failed", retry_in_s=wait)
+                wait = min(wait * 2, _MAX_BACKOFF_S)
+            else:
+                log.info("vectors.synced", **msgspec.structs.asdict(report))
+                wait = interval_s
+                if report.finished:
+                    seen = snapshot
+                if report.finished and not pruned:
+                    prune_vectors(settings, keep=embedder.vectors.path)
+                    pruned = True
+        stop.wait(wait)
