@@ -94,6 +94,16 @@ def _projection_views(db: duckdb.DuckDBPyConnection) -> None:
     db.execute(FACTS_AS_OF)
 
 
+def snapshot_identity(settings: Settings) -> tuple[int, int] | None:
+    """What tells the current snapshot from the ones before it (None: there is none yet)."""
+    store = current_store(settings.projections_dir)
+    try:
+        stat = os.stat(store.snapshot) if store else None
+    except FileNotFoundError:
+        return None
+    return (stat.st_ino, stat.st_mtime_ns) if stat else None
+
+
 def _attach_snapshot(db: duckdb.DuckDBPyConnection, root: str) -> bool:
     """Attach the current snapshot as `projections`; whether there was one to attach."""
     for _ in range(3):  # a replay may remove the generation we just resolved: resolve again

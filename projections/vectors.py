@@ -143,21 +143,25 @@ class Vectors:
         pq.write_table(self.held(), sink)
         write_durably(self.path, MANIFEST, sink.getvalue().to_pybytes())
 
-    def nearest(self, vector: list[float], limit: int = 10) -> pa.Table:
-        """The `limit` chunks closest to `vector` (cosine)."""
+    def nearest(self, vector: list[float], limit: int = 10, where: str | None = None) -> pa.Table:
+        """The `limit` chunks closest to `vector` (cosine), among those `where` keeps."""
         query = cast("LanceVectorQueryBuilder", self.table.search(vector))
-        return query.distance_type("cosine").refine_factor(_REFINE).limit(limit).to_arrow()
+        query = query.distance_type("cosine").refine_factor(_REFINE)
+        if where:
+            query = query.where(where, prefilter=True)
+        return query.limit(limit).to_arrow()
+
+    def matching(self, text: str, limit: int = 10, where: str | None = None) -> pa.Table:
+        """The `limit` chunks that match `text` best by full text (BM25), among those `where` keeps."""
+        query = self.table.search(text, query_type="fts")
+        if where:
+            query = query.where(where, prefilter=True)
+        return query.limit(limit).to_arrow()
 
     def hybrid(self, text: str, vector: list[float], limit: int = 10) -> pa.Table:
         """The `limit` chunks that rank best by vector and by full text, fused by reciprocal rank."""
         from lancedb.rerankers import RRFReranker
 
         query = cast("LanceHybridQueryBuilder", self.table.search(query_type="hybrid"))
-        return (
-            query.vector(vector)
-            .text(text)
-            .distance_type("cosine")
-            .rerank(RRFReranker())
-            .limit(limit)
-            .to_arrow()
-        )
+        query = query.vector(vector).text(text).distance_type("cosine").refine_factor(_REFINE)
+        return query.rerank(RRFReranker()).limit(limit).to_arrow()

@@ -12,7 +12,6 @@ import structlog
 from projections import sql
 from projections.embedder import Embedder, SyncProgress, SyncReport
 from projections.embeddings import EmbeddingCache, Encoder, load_encoder
-from projections.store import current_store
 from projections.vectors import Vectors, vectors_path, vectors_root
 from schemas.files import Busy, lock_directory
 from schemas.settings import Settings
@@ -55,15 +54,6 @@ def prune_vectors(settings: Settings, keep: str) -> None:
             shutil.rmtree(entry.path, ignore_errors=True)
 
 
-def _snapshot_identity(settings: Settings) -> tuple[str, int, int] | None:
-    store = current_store(settings.projections_dir)
-    try:
-        stat = os.stat(store.snapshot) if store else None
-    except FileNotFoundError:
-        return None
-    return (store.snapshot, stat.st_ino, stat.st_mtime_ns) if store and stat else None
-
-
 def _log_progress(done: int, total: int) -> None:
     log.info("vectors.progress", memories=done, of=total)
 
@@ -101,7 +91,7 @@ def _follow_snapshots(
     pruned = False
     wait = interval_s
     while not stop.is_set():
-        snapshot = _snapshot_identity(settings)
+        snapshot = sql.snapshot_identity(settings)
         if snapshot is not None and snapshot != seen:
             try:
                 report = sync_once(settings, embedder, _log_progress, stop)

@@ -1,0 +1,216 @@
+"""LoCoMo retrieval: Recall@1/5/10/25 at dialog-turn level, through the real ingest path.
+
+Starts a stack (`reverie up`: embedded server, dispatcher, projector, embedder) on a scratch
+data directory, sends every dialog turn as the UserPromptSubmit event its speaker would make
+(one project per conversation, one session per LoCoMo session, at its date), waits until the
+projector and the embedder have taken them all, then runs recall for every question, within
+its conversation, as asked at the end of it. recall@k = |evidence ∩ top k| / |evidence|,
+questions without evidence skipped. Prints a table per category, then one JSON line.
+
+    python benchmarks/locomo.py [PATH]   (default ../shared/bench/locomo/locomo10_dev.json)
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+
+from benchmarks.common import LOCOMO  # noqa: E402
+from ingest.envelope import encode_event  # noqa: E402
+from projections import sql  # noqa: E402
+from projections.embeddings import load_encoder  # noqa: E402
+from projections.recall.memories import Memories  # noqa: E402
+from projections.recall.pipeline import Recaller  # noqa: E402
+from projections.vectors import Vectors, vectors_path  # noqa: E402
+from schemas.ids import derived_event_id  # noqa: E402
+from schemas.kinds import HOOK_KINDS, SOURCE_IMPORT  # noqa: E402
+from schemas.settings import Settings  # noqa: E402
+from workers.dispatcher import append_to_stream  # noqa: E402
+from workers.redis_client import connect  # noqa: E402
+from workers.status import stack_status  # noqa: E402
+
+KS = (1, 5, 10, 25)
+
+
+def session_dates(conversation: dict[str, Any]) -> dict[str, datetime]:
+    """session_N -> when it took place ("1:56 pm on 8 May, 2023")."""
+    return {
+        key.removesuffix("_date_time"): datetime.strptime(value, "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
+        for key, value in conversation.items()
+        if key.endswith("_date_time")
+    }
+
+
+def turn_text(turn: dict[str, Any]) -> str:
+    text = f"{turn['speaker']}: {turn['text']}"
+    if caption := turn.get("blip_caption"):
+        text += f" [shares a picture: {caption}]"
+    return text
+
+
+def turn_events(sample: dict[str, Any]) -> tuple[list[bytes], dict[str, str], datetime]:
+    """The events of one conversation, memory id -> dia_id, and when the conversation ended."""
+    conversation = sample["conversation"]
+    dates = session_dates(conversation)
+    events, dia_of = [], {}
+    for session, started in dates.items():
+        for i, turn in enumerate(conversation.get(session) or []):
+            at = started + timedelta(seconds=30 * i)
+            event_id = derived_event_id(int(at.timestamp() * 1000), sample["sample_id"], turn["dia_id"])
+            dia_of[event_id] = turn["dia_id"]
+            payload = {
+                "hook_event_name": "UserPromptSubmit",
+                "session_id": f"{sample['sample_id']}-{session}",
+                "prompt": turn_text(turn),
+                "speaker": turn["speaker"],
+            }
+            stamp = at.isoformat().replace("+00:00", "Z")
+            events.append(
+                encode_event(
+                    HOOK_KINDS["UserPromptSubmit"],
+                    payload,
+                    event_id=event_id,
+                    ts=stamp,
+                    recorded_at=stamp,
+                    project=sample["sample_id"],
+                    source=SOURCE_IMPORT,
+                )
+            )
+    return events, dia_of, max(dates.values()) + timedelta(days=1)
+
+
+def evidence_of(qa: dict[str, Any]) -> set[str]:
+    return {e for item in qa.get("evidence") or [] for e in re.split(r"[\s;,]+", item) if e.startswith("D")}
+
+
+def wait_until_embedded(settings: Settings, turns: int, timeout_s: float = 1800) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with sql.connect(settings) as db:
+            [(prompts, coverage)] = db.execute(
+                "SELECT (SELECT count(*) FROM prompts), embedding_coverage FROM memory_health"
+            ).fetchall()
+        if prompts == turns and coverage == 1.0:
+            return
+        time.sleep(1.0)
+    raise TimeoutError(f"the stack did not embed {turns} turns within {timeout_s} s")
+
+
+def already_ingested(settings: Settings, dia_of: dict[str, str]) -> bool:
+    """Whether `settings` holds exactly these turns, embedded (ids are derived from the file)."""
+    if not os.path.isdir(settings.projections_dir):
+        return False
+    with sql.connect(settings) as db:
+        held = {
+            m
+            for (m,) in db.execute(
+                "SELECT memory_id FROM memory_texts JOIN embedded USING (memory_id)"
+            ).fetchall()
+        }
+    return held == set(dia_of)
+
+
+def ingest(settings: Settings, events: list[list[bytes]], turns: int) -> None:
+    """Run a stack, send the events, wait until they are projected and embedded."""
+    env = {k: v for k, v in os.environ.items() if k != "REDIS_URL"} | {"REVERIE_HOME": settings.home}
+    stack = subprocess.Popen(
+        [sys.executable, "-m", "reverie", "up"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        while not (state := stack_status(settings)).reachable or not state.dispatchers:
+            time.sleep(0.2)
+        client = connect(settings)
+        started = time.perf_counter()
+        for conversation in events:
+            append_to_stream(client, conversation)
+        wait_until_embedded(settings, turns)
+        print(
+            f"ingested and embedded {turns} turns in {time.perf_counter() - started:.1f} s", file=sys.stderr
+        )
+    finally:
+        stack.terminate()
+        stack.wait(60)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("path", nargs="?", default=LOCOMO, help="a LoCoMo-format JSON file")
+    parser.add_argument(
+        "--home",
+        help="keep the ingested data here; a second run on the same file reuses it (default: scratch)",
+    )
+    args = parser.parse_args()
+    with open(args.path) as f:
+        samples = json.load(f)
+    home = args.home or tempfile.mkdtemp(prefix="rv-locomo-")
+    settings = Settings(home)
+    dia_of: dict[str, str] = {}
+    ends: dict[str, datetime] = {}
+    events = []
+    for sample in samples:
+        conversation, dias, ends[sample["sample_id"]] = turn_events(sample)
+        events.append(conversation)
+        dia_of |= dias
+    try:
+        if not already_ingested(settings, dia_of):
+            ingest(settings, events, len(dia_of))
+        encoder = load_encoder(settings.embedding_model)
+        vectors = Vectors(vectors_path(settings.projections_dir, settings.embedding_model), encoder.dim)
+        recaller = Recaller(encoder, vectors, Memories(settings))
+        scores, latencies = evaluate(recaller, samples, dia_of, ends)
+    finally:
+        if not args.home:
+            shutil.rmtree(home, ignore_errors=True)
+    report(scores, latencies)
+
+
+def evaluate(
+    recaller: Recaller, samples: list[dict[str, Any]], dia_of: dict[str, str], ends: dict[str, datetime]
+) -> tuple[list[tuple[int, dict[int, float]]], list[float]]:
+    scores, latencies = [], []
+    for sample in samples:
+        for qa in sample["qa"]:
+            evidence = evidence_of(qa)
+            if not evidence:
+                continue
+            began = time.perf_counter()
+            found = recaller.recall(
+                qa["question"], limit=max(KS), project=sample["sample_id"], now=ends[sample["sample_id"]]
+            )
+            latencies.append((time.perf_counter() - began) * 1000)
+            ranked = [dia_of.get(r.memory_id) for r in found.results]
+            scores.append(
+                (qa.get("category", 0), {k: len(evidence & set(ranked[:k])) / len(evidence) for k in KS})
+            )
+    return scores, latencies
+
+
+def report(scores: list[tuple[int, dict[int, float]]], latencies: list[float]) -> None:
+    def mean(rows: list[dict[int, float]], k: int) -> float:
+        return round(100 * statistics.mean(r[k] for r in rows), 1)
+
+    for category in sorted({c for c, _ in scores}):
+        rows = [r for c, r in scores if c == category]
+        cells = "  ".join(f"R@{k} {mean(rows, k):5.1f}" for k in KS)
+        print(f"category {category}: {len(rows):4d} questions  {cells}", file=sys.stderr)
+    rows = [r for _, r in scores]
+    result: dict[str, Any] = {f"recall@{k}": mean(rows, k) for k in KS}
+    result |= {"questions": len(rows), "p50_ms": round(statistics.median(latencies), 1)}
+    print(json.dumps({"benchmark": "locomo", **result}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,127 @@
+"""What recall asks of the DuckDB projections: a memory's features for scoring, the memories
+inside a time window, the memories around the entities a prompt names (graph expansion).
+
+Reads the projector's published snapshot through one connection, opened again when a newer
+snapshot is published (see projections/sql.py).
+"""
+
+from datetime import datetime
+
+import duckdb
+import msgspec
+
+from projections import sql
+from projections.recall.timeframes import Window
+from schemas.settings import Settings
+
+
+class Features(msgspec.Struct, frozen=True):
+    memory_id: str
+    kind: str
+    text: str
+    ts: datetime | None
+    project: str | None
+    session_id: str | None
+    confidence: float
+    uses: list[datetime]  # when it was recalled or otherwise activated
+    emotional: bool  # a correction or a failure: weighs more
+    network: str  # world, experience, opinion, observation
+    category: str | None  # a fact's: stack, context, decisions, errors, patterns
+    valid_at: datetime | None = None
+    invalid_at: datetime | None = None
+    expired_at: datetime | None = None
+    created_at: datetime | None = None
+    superseded_by: str | None = None
+
+
+_FEATURES = """
+WITH wanted AS (SELECT unnest($ids::VARCHAR[]) AS memory_id),
+uses AS (
+    SELECT memory_id, activated_at AS used_at FROM activation_log
+    WHERE memory_id IN (SELECT memory_id FROM wanted)
+    UNION ALL
+    SELECT memory_id, ts FROM (SELECT unnest(results) AS memory_id, ts FROM retrievals)
+    WHERE memory_id IN (SELECT memory_id FROM wanted)
+)
+SELECT m.memory_id, m.kind, m.text, m.ts, m.project, m.session_id,
+    coalesce(f.confidence, o.confidence, 1.0) AS confidence,
+    coalesce((SELECT list(used_at ORDER BY used_at) FROM uses u WHERE u.memory_id = m.memory_id), []) AS uses,
+    coalesce(e.outcome = 'failure' OR e.emotional_weight > 1, false)
+        OR EXISTS (SELECT 1 FROM signals s WHERE s.subject = m.memory_id AND s.signal = 'correction')
+        AS emotional,
+    CASE m.kind WHEN 'fact' THEN f.network WHEN 'opinion' THEN 'opinion' WHEN 'preference' THEN 'opinion'
+        WHEN 'observation' THEN 'observation' ELSE 'experience' END AS network,
+    f.category,
+    f.valid_at, f.invalid_at, f.expired_at, f.created_at, f.superseded_by
+FROM memory_texts m
+JOIN wanted USING (memory_id)
+LEFT JOIN facts f ON f.fact_id = m.memory_id
+LEFT JOIN opinions o ON o.opinion_id = m.memory_id
+LEFT JOIN episodes e ON e.episode_id = m.memory_id
+"""
+
+_IN_WINDOW = """
+SELECT memory_id FROM memory_texts
+WHERE ts >= $start AND ts < $end AND ($project IS NULL OR project = $project)
+ORDER BY ts DESC LIMIT $limit
+"""
+
+# Entities the prompt names, then breadth first along facts to depth 2; the facts met on the
+# way are the graph's memories, the nearer first.
+_GRAPH = """
+WITH RECURSIVE
+named AS (
+    SELECT entity_id FROM entities
+    WHERE contains($text, lower(name)) AND length(name) >= 3
+       OR list_has_any(aliases, $words)
+),
+walk(entity_id, depth) AS (
+    SELECT entity_id, 0 FROM named
+    UNION
+    SELECT CASE WHEN f.source = w.entity_id THEN f.target ELSE f.source END, w.depth + 1
+    FROM walk w JOIN facts f ON w.entity_id IN (f.source, f.target)
+    WHERE w.depth < 2 AND f.expired_at IS NULL
+)
+SELECT f.fact_id, min(w.depth) AS depth FROM walk w
+JOIN facts f ON w.entity_id IN (f.source, f.target)
+WHERE f.expired_at IS NULL
+GROUP BY ALL ORDER BY depth, max(f.confidence) DESC LIMIT $limit
+"""
+
+
+class Memories:
+    """The projections, as recall reads them."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._db: duckdb.DuckDBPyConnection | None = None
+        self._snapshot: tuple[int, int] | None = None
+
+    def db(self) -> duckdb.DuckDBPyConnection:
+        """A connection to the latest snapshot (opened again when a newer one is published)."""
+        identity = sql.snapshot_identity(self.settings)
+        if self._db is None or identity != self._snapshot:
+            if self._db is not None:
+                self._db.close()
+            self._db = sql.connect(self.settings)
+            self._snapshot = identity
+        return self._db
+
+    def features(self, ids: list[str]) -> dict[str, Features]:
+        if not ids:
+            return {}
+        rows = self.db().execute(_FEATURES, {"ids": ids}).fetchall()
+        return {row[0]: Features(*row) for row in rows}
+
+    def in_window(self, window: Window, project: str | None, limit: int) -> list[str]:
+        params = {"start": window.start, "end": window.end, "project": project, "limit": limit}
+        return [memory_id for (memory_id,) in self.db().execute(_IN_WINDOW, params).fetchall()]
+
+    def around_entities(self, text: str, words: list[str], limit: int) -> list[str]:
+        params = {"text": text.lower(), "words": words, "limit": limit}
+        return [fact_id for fact_id, _ in self.db().execute(_GRAPH, params).fetchall()]
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None

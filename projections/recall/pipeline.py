@@ -1,0 +1,196 @@
+"""Recall: from a prompt to the memories that matter, each with why.
+
+1. Classify the task and generate 3 to 5 weighted queries (recall/tasks.py).
+2. Retrieve with four retrievers: semantic (LanceDB ANN over the embedded chunks), full text
+   (LanceDB BM25), graph (entities the prompt names, breadth first along facts to depth 2)
+   and temporal (the window a prompt names: "yesterday", "in March", a date).
+3. Fuse every (retriever, query) ranking with Reciprocal Rank Fusion, k = 60.
+4. Score: relevance (the fused score, scaled to the best) weighed by how strongly each memory
+   comes to mind (ACT-R activation, FSRS retrievability, recency) and by its confidence
+   (recall/scoring.py). Facts superseded, ended or forgotten are left out, unless `as_of`
+   asks about a time when they held.
+"""
+
+import math
+from datetime import UTC, datetime
+
+import msgspec
+import pyarrow as pa
+
+from projections.embeddings import Encoder
+from projections.literals import string_literal
+from projections.recall import scoring
+from projections.recall.fusion import fuse
+from projections.recall.memories import Features, Memories
+from projections.recall.tasks import Query, Task, classify, keywords, queries
+from projections.recall.timeframes import Window, window
+from projections.vectors import Vectors
+
+Network = str
+
+
+class RetrieverWeights(msgspec.Struct, frozen=True):
+    semantic: float = 1.0
+    fulltext: float = 1.0
+    graph: float = 0.7
+    temporal: float = 0.7
+
+
+DEFAULT_WEIGHTS = RetrieverWeights()
+
+
+class Scored(msgspec.Struct, frozen=True):
+    """A recalled memory, with every component of its score (see `reverie recall --explain`)."""
+
+    memory_id: str
+    kind: str
+    text: str
+    ts: datetime | None
+    project: str | None
+    session_id: str | None
+    score: float
+    relevance: float
+    activation: float
+    retrievability: float
+    recency: float
+    confidence: float
+    sources: list[str]  # the retrievers that found it
+
+
+class Recall(msgspec.Struct, frozen=True):
+    prompt: str
+    task: Task
+    queries: list[Query]
+    window: Window | None
+    results: list[Scored]
+
+
+class Recaller:
+    """Everything recall needs, loaded once: the model, the vectors, the projections."""
+
+    def __init__(
+        self,
+        encoder: Encoder,
+        vectors: Vectors,
+        memories: Memories,
+        weights: RetrieverWeights = DEFAULT_WEIGHTS,
+        depth: int = 50,
+    ) -> None:
+        self.encoder = encoder
+        self.vectors = vectors
+        self.memories = memories
+        self.weights = weights
+        self.depth = depth  # candidates each retriever hands to fusion
+
+    def recall(
+        self,
+        prompt: str,
+        *,
+        limit: int = 10,
+        project: str | None = None,
+        as_of: datetime | None = None,
+        network: Network | None = None,
+        category: str | None = None,
+        now: datetime | None = None,
+    ) -> Recall:
+        now = now or datetime.now(UTC)
+        task = classify(prompt)
+        asked = queries(prompt, task)
+        span = window(prompt, as_of or now)
+        rankings = self._retrieve(prompt, asked, span, project, as_of)
+        fused = fuse([(ranking, weight) for ranking, weight, _ in rankings])
+        sources: dict[str, list[str]] = {}
+        for ranking, _, name in rankings:
+            for memory_id in ranking:
+                sources.setdefault(memory_id, [])
+                if name not in sources[memory_id]:
+                    sources[memory_id].append(name)
+        features = self.memories.features(list(fused))
+        best = max(fused.values(), default=1.0)
+        scored = [
+            _score(features[m], rrf / best, sources[m], now)
+            for m, rrf in fused.items()
+            if m in features and _admitted(features[m], as_of, now, network, category)
+        ]
+        scored.sort(key=lambda s: -s.score)
+        return Recall(prompt, task, asked, span, scored[:limit])
+
+    def _retrieve(
+        self,
+        prompt: str,
+        asked: list[Query],
+        span: Window | None,
+        project: str | None,
+        as_of: datetime | None,
+    ) -> list[tuple[list[str], float, str]]:
+        where = _where(project, as_of)
+        vectors = self.encoder.encode([q.text for q in asked])
+        found: list[tuple[list[str], float, str]] = []
+        for query, vector in zip(asked, vectors, strict=True):
+            semantic = self.vectors.nearest(vector.tolist(), self.depth, where)
+            found.append((_memories(semantic), self.weights.semantic * query.weight, "semantic"))
+            fulltext = self.vectors.matching(query.text, self.depth, where)
+            found.append((_memories(fulltext), self.weights.fulltext * query.weight, "fulltext"))
+        if graph := self.memories.around_entities(prompt, keywords(prompt), self.depth):
+            found.append((graph, self.weights.graph, "graph"))
+        if span and (inside := self.memories.in_window(span, project, self.depth)):
+            found.append((inside, self.weights.temporal, "temporal"))
+        return found
+
+
+def _where(project: str | None, as_of: datetime | None) -> str | None:
+    clauses = []
+    if project is not None:
+        clauses.append(f"project = {string_literal(project)}")
+    if as_of is not None:
+        clauses.append(f"ts <= timestamp {string_literal(as_of.astimezone(UTC).isoformat(sep=' '))}")
+    return " AND ".join(clauses) or None
+
+
+def _memories(chunks: pa.Table) -> list[str]:
+    """Chunk rows in rank order -> memory ids in rank order, each at its best chunk."""
+    return list(dict.fromkeys(chunks.column("memory_id").to_pylist()))
+
+
+def _admitted(
+    memory: Features, as_of: datetime | None, now: datetime, network: Network | None, category: str | None
+) -> bool:
+    if network is not None and memory.network != network:
+        return False
+    if category is not None and memory.category != category:
+        return False
+    if memory.kind != "fact":
+        return as_of is None or memory.ts is None or memory.ts <= as_of
+    at = as_of or now
+    known = as_of is None or memory.created_at is None or memory.created_at <= as_of
+    began = memory.valid_at is None or memory.valid_at <= at
+    ended = memory.invalid_at is not None and memory.invalid_at <= at
+    forgotten = memory.expired_at is not None and memory.expired_at <= at
+    superseded = as_of is None and memory.superseded_by is not None
+    return known and began and not ended and not forgotten and not superseded
+
+
+def _score(memory: Features, relevance: float, sources: list[str], now: datetime) -> Scored:
+    moments = [m for m in [memory.ts, *memory.uses] if m is not None and m <= now]
+    ages = [(now - m).total_seconds() for m in moments]
+    activation = scoring.base_level(ages, memory.emotional) if ages else -math.inf
+    days_since_use = min(ages, default=0.0) / scoring.DAY_S
+    retrievability = scoring.retrievability(days_since_use, scoring.stability_days(ages))
+    recency = scoring.recency(max(ages, default=0.0) / scoring.DAY_S)
+    strength = 0.4 * scoring.logistic(activation) + 0.3 * retrievability + 0.3 * recency
+    score = relevance * (0.75 + 0.25 * strength) * (0.5 + 0.5 * memory.confidence)
+    return Scored(
+        memory.memory_id,
+        memory.kind,
+        memory.text,
+        memory.ts,
+        memory.project,
+        memory.session_id,
+        round(score, 6),
+        round(relevance, 6),
+        activation,
+        round(retrievability, 6),
+        round(recency, 6),
+        memory.confidence,
+        sources,
+    )

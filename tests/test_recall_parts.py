@@ -1,0 +1,110 @@
+"""The pure parts of recall: task classification, queries, time windows, fusion, scoring."""
+
+import math
+from datetime import UTC, datetime
+
+import pytest
+
+from projections.recall import scoring
+from projections.recall.fusion import fuse
+from projections.recall.tasks import classify, keywords, queries
+from projections.recall.timeframes import window
+
+NOW = datetime(2026, 11, 22, 10, 30, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("prompt", "task"),
+    [
+        ("fix the crash in the dispatcher", "bugfix"),
+        ("corrige le bug du projecteur", "bugfix"),
+        ("why does this test fail with a traceback?", "debug"),
+        ("pourquoi le test échoue avec cette erreur", "debug"),
+        ("add a --json flag to reverie status", "feature"),
+        ("ajoute une option pour exporter", "feature"),
+        ("refactor fold_fact_asserted and rename the helpers", "refactor"),
+        ("should we use an approach with snapshots? what are the trade-offs", "design"),
+        ("how does the embedder work?", "question"),
+        ("comment marche le projecteur ?", "question"),
+        ("ok", "unknown"),
+    ],
+)
+def test_tasks_are_classified_in_english_and_french(prompt: str, task: str) -> None:
+    assert classify(prompt) == task
+
+
+def test_keywords_keep_identifiers_whole_and_drop_stopwords() -> None:
+    assert keywords("why does fold_fact_asserted break in projections/folds.py?") == [
+        "fold_fact_asserted",
+        "projections/folds.py",
+        "break",
+    ]
+
+
+def test_three_to_five_queries_the_prompt_first() -> None:
+    for prompt in ["fix the crash in dispatcher.py", "how does recall work?", "ok", "x"]:
+        asked = queries(prompt)
+        assert 3 <= len(asked) <= 5
+        assert asked[0].text == prompt.strip() and asked[0].weight == max(q.weight for q in asked)
+    assert {q.category for q in queries("fix the crash in dispatcher.py")} >= {"errors", "stack"}
+
+
+@pytest.mark.parametrize(
+    ("prompt", "start", "days"),
+    [
+        ("what did we do yesterday", datetime(2026, 11, 21, tzinfo=UTC), 1),
+        ("qu'a-t-on fait hier", datetime(2026, 11, 21, tzinfo=UTC), 1),
+        ("the bug from last week", datetime(2026, 11, 15, tzinfo=UTC), 7),
+        ("la semaine dernière", datetime(2026, 11, 15, tzinfo=UTC), 7),
+        ("what broke in March", datetime(2026, 3, 1, tzinfo=UTC), 31),
+        ("en décembre", datetime(2025, 12, 1, tzinfo=UTC), 31),
+        ("the deploy on 2026-03-14", datetime(2026, 3, 14, tzinfo=UTC), 1),
+        ("the party on 8 May, 2023", datetime(2023, 5, 8, tzinfo=UTC), 1),
+        ("since May 8, 2023", datetime(2023, 5, 8, tzinfo=UTC), 1),
+        ("in February 2024", datetime(2024, 2, 1, tzinfo=UTC), 29),
+    ],
+)
+def test_time_windows_are_read_against_now(prompt: str, start: datetime, days: int) -> None:
+    found = window(prompt, NOW)
+    assert found is not None
+    assert (found.start, (found.end - found.start).days) == (start, days)
+
+
+def test_no_window_when_no_time_is_named() -> None:
+    assert window("may I ask how the hook works", NOW) is None
+
+
+def test_fusion_adds_weighted_reciprocal_ranks() -> None:
+    fused = fuse([(["a", "b", "c"], 1.0), (["c", "a"], 0.5)])
+    assert list(fused) == ["a", "c", "b"]
+    assert fused["a"] == pytest.approx(1 / 61 + 0.5 / 62)
+
+
+def test_activation_grows_with_uses_and_fades_with_time() -> None:
+    day = scoring.DAY_S
+    once_recent = scoring.base_level([day])
+    once_old = scoring.base_level([100 * day])
+    assert once_old < once_recent
+    assert scoring.base_level([100 * day, day, 2 * day]) > once_old
+    assert scoring.base_level([day], emotional=True) == pytest.approx(once_recent + math.log(1.5))
+    assert scoring.base_level([]) == -math.inf
+
+
+def test_spreading_activation_falls_with_the_fan() -> None:
+    assert scoring.spreading([1], 1) > scoring.spreading([3], 1) > scoring.spreading([3], 2) > 0
+    assert scoring.spreading([100], 1) == 0  # an entity in everything says nothing
+    assert scoring.spreading([3], 0) == 0
+
+
+def test_spaced_uses_make_memories_last() -> None:
+    day = scoring.DAY_S
+    crammed = scoring.stability_days([10 * day, 10 * day - 60, 10 * day - 120])
+    spaced = scoring.stability_days([10 * day, 6 * day, day])
+    assert spaced > crammed == 1.0
+    assert scoring.retrievability(0, 1.0) == 1.0
+    assert scoring.retrievability(10, spaced) > scoring.retrievability(10, crammed)
+
+
+def test_recency_halves_in_about_two_months() -> None:
+    assert scoring.recency(0) == 1.0
+    assert scoring.recency(90 * math.log(2)) == pytest.approx(0.5)
