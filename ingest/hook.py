@@ -1,7 +1,8 @@
 """`reverie hook [EVENT]`: one Claude Code hook payload on stdin becomes one event in the stream.
 
 The agent never waits and nothing is lost. Whatever arrives and whatever state Redis is in,
-the hook prints nothing and exits 0: a payload it can read is redacted, cut to size and
+the hook exits 0 and prints nothing but, for UserPromptSubmit and SessionStart, the memories
+to inject (ingest/context.py): a payload it can read is redacted, cut to size and
 appended to the stream (or, if Redis cannot take it within its deadline, to the spool); a
 payload it cannot read becomes a dead letter with the reason. Standard library only.
 """
@@ -14,6 +15,7 @@ import os
 import signal
 import sys
 
+from ingest.context import CONTEXT_HOOKS, context_for, hook_output
 from ingest.dead_letters import write_dead_letter
 from ingest.envelope import Rejected, encode_event
 from ingest.project import project_of
@@ -91,6 +93,12 @@ def _disarm() -> None:
 
 def record_hook(argv: list[str], stdin: BinaryIO | None, environ: Environ) -> str:
     """Turn one hook invocation into an event; where it went: stream, spool or dead-letter."""
+    return handle_hook(argv, stdin, environ)[0]
+
+
+def handle_hook(argv: list[str], stdin: BinaryIO | None, environ: Environ) -> tuple[str, bytes]:
+    """Record the event (where it went: stream, spool or dead-letter), and what to print:
+    recalled memories for UserPromptSubmit and SessionStart, else nothing."""
     settings = Settings.from_env(environ)
     raw = b""
     try:
@@ -98,23 +106,28 @@ def record_hook(argv: list[str], stdin: BinaryIO | None, environ: Environ) -> st
         kind, payload = parse_payload(raw, argv[0] if argv else None)
         now = utc_now_iso()
         event_id = new_event_id()
+        project = project_of(payload, environ)
         data = encode_event(
             kind,
             payload,
             event_id=event_id,
             ts=now,
             recorded_at=now,
-            project=project_of(payload, environ),
+            project=project,
             source=SOURCE_CLAUDE_CODE,
         )
-        return deliver(settings, event_id, data)
+        where = deliver(settings, event_id, data)
+        hook = argv[0] if argv else payload.get("hook_event_name")
+        if hook in CONTEXT_HOOKS:
+            return where, hook_output(hook, context_for(settings, hook, payload, project))
+        return where, b""
     except (Rejected, OutOfTime) as e:
         reason = str(e)
     except Exception as e:  # a bug or a full disk: keep the input and the reason all the same
         reason = f"internal error: {e!r}"
     _disarm()
     write_dead_letter(settings.dead_letter_dir, "hook", reason, raw, argv)
-    return "dead-letter"
+    return "dead-letter", b""
 
 
 def main(argv: list[str]) -> int:
@@ -126,7 +139,10 @@ def main(argv: list[str]) -> int:
         signal.signal(signal.SIGALRM, _out_of_time)
         signal.setitimer(signal.ITIMER_REAL, DEADLINE_S)
         try:
-            record_hook(argv, getattr(sys.stdin, "buffer", None), os.environ)
+            _, output = handle_hook(argv, getattr(sys.stdin, "buffer", None), os.environ)
         finally:
             _disarm()
+        if output:
+            sys.stdout.buffer.write(output)
+            sys.stdout.flush()
     return 0

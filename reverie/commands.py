@@ -90,6 +90,33 @@ def _parser() -> argparse.ArgumentParser:
         "atomically (a running projector follows). No thinking worker runs again: derived events are in "
         "the log.",
     )
+    recall = sub.add_parser(
+        "recall",
+        help="ask memory: the memories that matter for QUERY, best first",
+        description="Runs recall as the hooks do: task classification, 3 to 5 queries, four retrievers "
+        "(semantic, full text, graph, temporal) fused by reciprocal rank, then scored by relevance, "
+        "ACT-R activation, FSRS retrievability, recency and confidence. Asks the warm service "
+        "(`reverie serve`, run by `reverie up`) if it runs, else loads the model here (seconds).",
+    )
+    recall.add_argument("query", help="what to remember about")
+    recall.add_argument("--limit", type=int, default=10, help="how many memories (default: 10)")
+    recall.add_argument("--project", help="only this project (Claude Code's folder key; default: all)")
+    recall.add_argument(
+        "--as-of",
+        metavar="TIME",
+        help="time travel: memory as it stood then (ISO date or time, UTC by default)",
+    )
+    recall.add_argument(
+        "--type", choices=["world", "experience", "opinion", "observation"], help="one network"
+    )
+    recall.add_argument(
+        "--category",
+        choices=["stack", "context", "decisions", "errors", "patterns"],
+        help="facts of one category",
+    )
+    recall.add_argument("--explain", action="store_true", help="every component of each score")
+    recall.add_argument("--json", action="store_true", help="the whole recall as JSON")
+    sub.add_parser("serve", help="(Procfile) run the warm recall service on a unix socket")
     sub.add_parser("server", help="(Procfile) run the embedded Redis-compatible server in the foreground")
     dispatch = sub.add_parser("dispatch", help="(Procfile) run the dispatcher: stream -> event log")
     dispatch.add_argument("--name", help="consumer name in the group (default: this host's name)")
@@ -111,12 +138,37 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _usage_error(message: str) -> int:
+    from reverie.console import fail
+
+    return fail(message)
+
+
 def run(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     if args.command == "sql":
         from reverie import querying
 
         return querying.sql(args.query, "json" if args.json else "csv" if args.csv else "table")
+    if args.command == "recall":
+        from reverie import recalling
+        from schemas.recall import RecallRequest
+
+        if args.limit < 1:
+            return _usage_error("--limit must be at least 1")
+        try:
+            as_of = recalling.parse_time(args.as_of) if args.as_of else None
+        except ValueError:
+            return _usage_error(f"--as-of: not an ISO date or time: {args.as_of!r}")
+        request = RecallRequest(
+            prompt=args.query,
+            project=args.project,
+            limit=args.limit,
+            as_of=as_of,
+            network=args.type,
+            category=args.category,
+        )
+        return recalling.recall(request, "json" if args.json else "table", args.explain)
     if args.command == "import":
         from reverie import importing
 
@@ -144,6 +196,8 @@ def run(argv: list[str]) -> int:
             return stack.replay()
         case "embed":
             return stack.embed(args.once)
+        case "serve":
+            return stack.serve()
         case "worker":
             return stack.worker()
     raise AssertionError(args.command)  # argparse accepts only the commands above

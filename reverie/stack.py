@@ -198,6 +198,15 @@ def embed(once: bool) -> int:
     return 0
 
 
+def serve() -> int:
+    from workers.logs import configure_logging
+    from workers.recall_service import run_recall_service
+
+    configure_logging(json=True)
+    run_recall_service(Settings.from_env(), _stop_on_signals())
+    return 0
+
+
 def replay() -> int:
     from projections.event_log import EventLog
     from projections.projector import replay as rebuild

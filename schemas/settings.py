@@ -53,16 +53,34 @@ class Settings:
     def _path(self, *parts: str) -> str:
         return os.path.join(self.home, *parts)
 
-    @property
-    def socket_path(self) -> str:
-        path = self._path("redis.sock")
+    def _socket(self, name: str) -> str:
+        path = self._path(f"{name}.sock")
         if len(path) <= _MAX_SOCKET_PATH:
             return path
         import hashlib
         import tempfile
 
         digest = hashlib.blake2b(self.home.encode(), digest_size=6).hexdigest()
-        return os.path.join(tempfile.gettempdir(), f"reverie-{os.getuid()}-{digest}.sock")
+        return os.path.join(tempfile.gettempdir(), f"reverie-{os.getuid()}-{digest}-{name}.sock")
+
+    @property
+    def socket_path(self) -> str:
+        """The embedded Redis-compatible server's socket."""
+        return self._socket("redis")
+
+    @property
+    def recall_socket_path(self) -> str:
+        """The warm recall service's socket (`reverie serve`)."""
+        return self._socket("recall")
+
+    @property
+    def profiles_dir(self) -> str:
+        """Each project's last SessionStart context: what the hooks inject when the service is down."""
+        return self._path("profiles")
+
+    def profile_path(self, project: str | None) -> str:
+        name = "".join(c if c.isalnum() or c in "._-" else "_" for c in project or "_")[-120:]
+        return os.path.join(self.profiles_dir, name + ".md")
 
     @property
     def spool_dir(self) -> str:

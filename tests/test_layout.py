@@ -27,6 +27,7 @@ def test_with_a_shared_redis_there_is_no_embedded_server() -> None:
         "dispatcher",
         "projector",
         "embedder",
+        "recall",
         "worker.1",
         "worker.2",
         "worker.3",

@@ -27,6 +27,7 @@ class Features(msgspec.Struct, frozen=True):
     emotional: bool  # a correction or a failure: weighs more
     network: str  # world, experience, opinion, observation
     category: str | None  # a fact's: stack, context, decisions, errors, patterns
+    memory_type: str | None  # a fact's: episodic, semantic, procedural
     valid_at: datetime | None = None
     invalid_at: datetime | None = None
     expired_at: datetime | None = None
@@ -51,7 +52,7 @@ SELECT m.memory_id, m.kind, m.text, m.ts, m.project, m.session_id,
         AS emotional,
     CASE m.kind WHEN 'fact' THEN f.network WHEN 'opinion' THEN 'opinion' WHEN 'preference' THEN 'opinion'
         WHEN 'observation' THEN 'observation' ELSE 'experience' END AS network,
-    f.category,
+    f.category, f.memory_type,
     f.valid_at, f.invalid_at, f.expired_at, f.created_at, f.superseded_by
 FROM memory_texts m
 JOIN wanted USING (memory_id)
@@ -89,6 +90,43 @@ GROUP BY ALL ORDER BY depth, max(f.confidence) DESC LIMIT $limit
 """
 
 
+class Continuity(msgspec.Struct, frozen=True):
+    """What a new session of a project should know from the ones before it."""
+
+    last_summary: str | None
+    decisions: list[str]
+    files: list[str]
+    blockers: list[str]
+    preferences: list[str]
+    failures: list[str]
+
+
+_CONTINUITY = {
+    "last_summary": """
+        SELECT coalesce(
+            (SELECT summary FROM compactions c WHERE c.session_id = s.session_id AND summary IS NOT NULL
+             ORDER BY ts DESC LIMIT 1),
+            (SELECT text FROM messages m WHERE m.session_id = s.session_id ORDER BY ts DESC LIMIT 1))
+        FROM sessions s WHERE s.project = $project AND s.session_id <> $session
+        ORDER BY s.last_event_at DESC LIMIT 1""",
+    "decisions": """
+        SELECT description FROM facts_current WHERE category = 'decisions'
+        ORDER BY created_at DESC LIMIT 5""",
+    "files": """
+        SELECT file FROM (SELECT unnest(files_touched) AS file, ts FROM tool_uses WHERE project = $project)
+        GROUP BY file ORDER BY max(ts) DESC LIMIT 20""",
+    "blockers": """
+        SELECT tool || ': ' || left(error, 200) FROM errors
+        WHERE session_id = (
+            SELECT session_id FROM sessions WHERE project = $project AND session_id <> $session
+            ORDER BY last_event_at DESC LIMIT 1)
+        ORDER BY ts DESC LIMIT 3""",
+    "preferences": "SELECT statement FROM preferences ORDER BY strength DESC, evidence DESC LIMIT 5",
+    "failures": """
+        SELECT signature || ' (' || occurrences || 'x)' FROM failures ORDER BY occurrences DESC LIMIT 5""",
+}
+
+
 class Memories:
     """The projections, as recall reads them."""
 
@@ -120,6 +158,17 @@ class Memories:
     def around_entities(self, text: str, words: list[str], limit: int) -> list[str]:
         params = {"text": text.lower(), "words": words, "limit": limit}
         return [fact_id for fact_id, _ in self.db().execute(_GRAPH, params).fetchall()]
+
+    def continuity(self, project: str | None, session_id: str | None) -> Continuity:
+        db = self.db()
+        found: dict[str, list[str]] = {}
+        for name, query in _CONTINUITY.items():
+            params = {
+                k: v for k, v in {"project": project, "session": session_id or ""}.items() if f"${k}" in query
+            }
+            found[name] = [value for (value,) in db.execute(query, params).fetchall() if value]
+        summary = found.pop("last_summary")
+        return Continuity(summary[0] if summary else None, **found)
 
     def close(self) -> None:
         if self._db is not None:

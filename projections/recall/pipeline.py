@@ -48,6 +48,7 @@ class Scored(msgspec.Struct, frozen=True):
     ts: datetime | None
     project: str | None
     session_id: str | None
+    memory_type: str | None
     score: float
     relevance: float
     activation: float
@@ -186,6 +187,7 @@ def _score(memory: Features, relevance: float, sources: list[str], now: datetime
         memory.ts,
         memory.project,
         memory.session_id,
+        memory.memory_type,
         round(score, 6),
         round(relevance, 6),
         activation,

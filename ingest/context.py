@@ -1,0 +1,82 @@
+"""What the UserPromptSubmit and SessionStart hooks print: recalled memories for Claude Code.
+
+The hook asks the warm recall service (`reverie serve`) under a hard deadline. When the
+service is down or late, it falls back to the project's profile (the last SessionStart
+context, kept by the service), then to nothing: never an error, never a wait past the deadline.
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+
+from schemas.settings import Settings
+
+DEADLINE_S = 0.3
+LIMIT = 10_000  # Claude Code's cap on additionalContext
+CONTEXT_HOOKS = ("UserPromptSubmit", "SessionStart")
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+
+def hook_output(hook: str, context: str) -> bytes:
+    """Claude Code's contract for a hook that adds context; empty when there is none."""
+    if not context:
+        return b""
+    output = {"hookSpecificOutput": {"hookEventName": hook, "additionalContext": context[:LIMIT]}}
+    return json.dumps(output, ensure_ascii=False).encode() + b"\n"
+
+
+def context_for(settings: Settings, hook: str, payload: dict[str, Any], project: str) -> str:
+    """The context to inject for this hook event: from the service, else the profile, else ""."""
+    request = {"hook": hook, "project": project, "session_id": payload.get("session_id")}
+    if hook == "UserPromptSubmit":
+        request["prompt"] = str(payload.get("prompt") or "")
+        request["transcript_bytes"] = _size(payload.get("transcript_path"))
+    try:
+        answer = ask(settings.recall_socket_path, request, DEADLINE_S)
+        text = answer.get("context")
+        if isinstance(text, str):
+            return text
+    except (OSError, ValueError):
+        pass
+    try:
+        with open(settings.profile_path(project), encoding="utf-8") as f:
+            return f.read(LIMIT)
+    except OSError:
+        return ""
+
+
+def ask(path: str, request: dict[str, Any], deadline_s: float) -> dict[str, Any]:
+    """One request to the recall service, all of it within `deadline_s` (TimeoutError past it)."""
+    ends = time.monotonic() + deadline_s
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+        conn.settimeout(deadline_s)
+        conn.connect(path)
+        conn.sendall(json.dumps(request).encode() + b"\n")
+        reply = b""
+        while not reply.endswith(b"\n"):
+            left = ends - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("the recall service is late")
+            conn.settimeout(left)
+            chunk = conn.recv(1 << 16)
+            if not chunk:
+                raise ConnectionError("the recall service hung up")
+            reply += chunk
+    answer = json.loads(reply)
+    if not isinstance(answer, dict):
+        raise ValueError("the recall service answered something else than an object")
+    return answer
+
+
+def _size(path: object) -> int | None:
+    try:
+        return os.path.getsize(path) if isinstance(path, str) and path else None
+    except OSError:
+        return None

@@ -1,0 +1,103 @@
+"""`reverie recall`: ask memory a question, from the warm service if it runs, else in process."""
+
+import os
+from datetime import datetime
+
+import msgspec
+
+from reverie.console import err, fail, out, print_rows
+from schemas.recall import RecallRequest
+from schemas.settings import Settings
+
+_SERVICE_DEADLINE_S = 10.0
+
+
+def recall(request: RecallRequest, fmt: str, explain: bool) -> int:
+    from projections.recall.pipeline import Recall
+
+    settings = Settings.from_env()
+    try:
+        found = msgspec.convert(_ask_service(settings, request) or _in_process(settings, request), Recall)
+    except RecallFailed as e:
+        return fail(str(e))
+    if fmt == "json":
+        out.print_json(msgspec.json.encode(found).decode())
+        return 0
+    columns = ["#", "score", "kind", "when", "memory", "found by"]
+    if explain:
+        columns[2:2] = ["relevance", "activation", "retrievability", "recency", "confidence"]
+    rows = []
+    for rank, r in enumerate(found.results, start=1):
+        row = [
+            rank,
+            f"{r.score:.3f}",
+            r.kind,
+            f"{r.ts:%Y-%m-%d %H:%M}" if r.ts else "",
+            _short(r.text),
+            ", ".join(r.sources),
+        ]
+        if explain:
+            row[2:2] = [
+                f"{r.relevance:.3f}",
+                f"{r.activation:.2f}",
+                f"{r.retrievability:.3f}",
+                f"{r.recency:.3f}",
+                f"{r.confidence:.2f}",
+            ]
+        rows.append(row)
+    if explain:
+        err.print(
+            f"task: {found.task}; queries: "
+            + "; ".join(f"{q.text!r} ({q.category}, {q.weight})" for q in found.queries)
+        )
+        if found.window:
+            err.print(f"time window: {found.window.start:%Y-%m-%d} to {found.window.end:%Y-%m-%d}")
+    print_rows(columns, rows, fmt)
+    return 0
+
+
+class RecallFailed(Exception):
+    pass
+
+
+def _ask_service(settings: Settings, request: RecallRequest) -> dict[str, object] | None:
+    from ingest.context import ask
+
+    if not os.path.exists(settings.recall_socket_path):
+        return None
+    try:
+        answer = ask(settings.recall_socket_path, msgspec.to_builtins(request), _SERVICE_DEADLINE_S)
+    except (OSError, ValueError):
+        return None
+    if "error" in answer:
+        raise RecallFailed(str(answer["error"]))
+    found = answer.get("recall")
+    return found if isinstance(found, dict) else None
+
+
+def _in_process(settings: Settings, request: RecallRequest) -> object:
+    from workers.recall_service import open_recaller
+
+    with err.status("the recall service is not running: loading the model here…"):
+        recaller = open_recaller(settings)
+    return recaller.recall(
+        request.prompt,
+        limit=request.limit,
+        project=request.project,
+        as_of=request.as_of,
+        network=request.network,
+        category=request.category,
+    )
+
+
+def _short(text: str, limit: int = 160) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def parse_time(value: str) -> datetime:
+    """An --as-of value: an ISO date or time, UTC unless it says otherwise."""
+    from datetime import UTC
+
+    moment = datetime.fromisoformat(value)
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)

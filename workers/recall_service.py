@@ -1,0 +1,145 @@
+"""The warm recall service (`reverie serve`): the model, the vectors and the projections stay
+loaded, and recall answers over a unix socket in milliseconds.
+
+One JSON line in (schemas/recall.py), one JSON line out. Every recall is fed back: a
+`memory.retrieved` event (query, result ids, scores) goes to the stream, for spaced repetition.
+A SessionStart answer is also kept as the project's profile, which the hooks inject when the
+service is down or late.
+"""
+
+import os
+import socketserver
+import threading
+from datetime import UTC, datetime
+from typing import Any
+
+import msgspec
+import structlog
+
+from ingest.envelope import encode_event
+from projections.embeddings import load_encoder
+from projections.recall import context
+from projections.recall.memories import Memories
+from projections.recall.pipeline import Recall, Recaller
+from projections.vectors import Vectors, vectors_path
+from schemas.files import write_durably
+from schemas.ids import new_event_id
+from schemas.kinds import MEMORY_RETRIEVED, SOURCE_WORKER
+from schemas.recall import RecallRequest
+from schemas.settings import Settings
+from workers.dispatcher import append_to_stream
+from workers.redis_client import connect
+
+log = structlog.get_logger("reverie.recall")
+_decode = msgspec.json.Decoder(RecallRequest)
+_encode = msgspec.json.Encoder()
+
+
+class RecallService:
+    def __init__(self, settings: Settings, recaller: Recaller) -> None:
+        self.settings = settings
+        self.recaller = recaller
+        self.lock = threading.Lock()  # one DuckDB connection, one model: one recall at a time
+        self.redis = connect(settings, timeout=1.0)
+
+    def answer(self, request: RecallRequest) -> dict[str, Any]:
+        with self.lock:
+            if request.hook == "SessionStart":
+                return {"context": self._session_start(request)}
+            found = self.recaller.recall(
+                request.prompt,
+                limit=request.limit,
+                project=request.project,
+                as_of=request.as_of,
+                network=request.network,
+                category=request.category,
+            )
+        self._feed_back(found, request)
+        if request.hook:
+            level = context.pressure(request.transcript_bytes)
+            return {"context": context.render(found.results, context.budget(level, request.transcript_bytes))}
+        return {"recall": found}
+
+    def _session_start(self, request: RecallRequest) -> str:
+        continuity = self.recaller.memories.continuity(request.project, request.session_id)
+        text = context.render_continuity(continuity, context.budget("full"))
+        path = self.settings.profile_path(request.project)
+        write_durably(os.path.dirname(path), os.path.basename(path), text.encode())
+        return text
+
+    def _feed_back(self, found: Recall, request: RecallRequest) -> None:
+        """Append the recall as a memory.retrieved event; a recall never fails for want of it."""
+        now = datetime.now(UTC).isoformat()
+        payload = {
+            "query": found.prompt,
+            "results": [r.memory_id for r in found.results],
+            "scores": [r.score for r in found.results],
+            "session_id": request.session_id,
+        }
+        data = encode_event(
+            MEMORY_RETRIEVED,
+            payload,
+            event_id=new_event_id(),
+            ts=now,
+            recorded_at=now,
+            project=request.project or "",
+            source=SOURCE_WORKER,
+        )
+        try:
+            append_to_stream(self.redis, [data])
+        except Exception as e:  # Redis away: the recall still answers
+            log.warning("retrieval.not_recorded", error=str(e))
+
+
+class _Handler(socketserver.StreamRequestHandler):
+    server: "_Server"
+
+    def handle(self) -> None:
+        self.connection.settimeout(5.0)
+        line = self.rfile.readline(1 << 20)
+        try:
+            reply = self.server.service.answer(_decode.decode(line))
+        except msgspec.ValidationError as e:
+            reply = {"error": f"bad request: {e}"}
+        except Exception as e:
+            log.exception("recall.failed")
+            reply = {"error": f"recall failed: {e}"}
+        self.wfile.write(_encode.encode(reply) + b"\n")
+
+
+class _Server(socketserver.ThreadingUnixStreamServer):
+    daemon_threads = True
+
+    def __init__(self, path: str, service: RecallService) -> None:
+        self.service = service
+        super().__init__(path, _Handler)
+
+
+def open_recaller(settings: Settings) -> Recaller:
+    encoder = load_encoder(settings.embedding_model)
+    vectors = Vectors(vectors_path(settings.projections_dir, settings.embedding_model), encoder.dim)
+    return Recaller(encoder, vectors, Memories(settings))
+
+
+def run_recall_service(settings: Settings, stop: threading.Event) -> None:
+    """Serve recall on the settings' socket until `stop` is set."""
+    service = RecallService(settings, open_recaller(settings))
+    path = settings.recall_socket_path
+    if os.path.exists(path):
+        os.unlink(path)  # a socket left by a crash (the supervisor runs one service per data directory)
+    old_mask = os.umask(0o077)  # only this user may ask
+    try:
+        server = _Server(path, service)
+    finally:
+        os.umask(old_mask)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True)
+    thread.start()
+    log.info("recall.serving", socket=path)
+    try:
+        stop.wait()
+    finally:
+        server.shutdown()
+        server.server_close()
+        os.unlink(path)
+        service.recaller.memories.close()
+        log.info("recall.stopped")
