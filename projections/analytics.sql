@@ -54,6 +54,27 @@ SELECT memory_id, kind, project, session_id, ts, text FROM (
 )
 WHERE regexp_matches(text, '\S');
 
+-- Which entities each memory is about.
+CREATE VIEW memory_entities AS
+SELECT fact_id AS memory_id, source AS entity_id FROM facts WHERE source IS NOT NULL
+UNION SELECT fact_id, target FROM facts WHERE target IS NOT NULL
+UNION SELECT episode_id, unnest(entities) FROM episodes
+UNION SELECT observation_id, unnest(about) FROM observations
+UNION SELECT opinion_id, subject FROM opinions WHERE subject IS NOT NULL;
+
+-- Hebbian learning between entities recalled together: each recall that returns memories of
+-- both moves their weight w to w + 0.1 (1 - w), so after n such recalls w = 1 - 0.9^n.
+CREATE VIEW associations AS
+WITH recalled AS (
+    SELECT DISTINCT r.event_id, e.entity_id
+    FROM (SELECT event_id, unnest(results) AS memory_id FROM retrievals) r
+    JOIN memory_entities e USING (memory_id)
+)
+SELECT a.entity_id AS entity_a, b.entity_id AS entity_b, count(*) AS recalled_together,
+    1 - pow(0.9, count(*)) AS weight
+FROM recalled a JOIN recalled b ON a.event_id = b.event_id AND a.entity_id < b.entity_id
+GROUP BY ALL;
+
 -- One row: how healthy memory is. embedding_coverage: the share of memory_texts whose text as it
 -- is now has its vectors (`embedded` is what the embedder last published).
 CREATE VIEW memory_health AS

@@ -336,6 +336,9 @@ FOLDS: list[tuple[str, str]] = [
         SELECT id, payload->>'memory_id', coalesce(TRY_CAST(payload->>'at' AS TIMESTAMPTZ), ts),
             coalesce(payload->>'cause', 'retrieved'), coalesce(TRY_CAST(payload->>'weight' AS DOUBLE), 1.0)
         FROM batch WHERE kind = '{kinds.ACTIVATION_RECORDED}'
+        UNION ALL  -- every recalled memory was used then (spaced repetition)
+        SELECT DISTINCT id, unnest({_list("results")}), ts, 'recalled', 1.0
+        FROM batch WHERE kind = '{kinds.MEMORY_RETRIEVED}'
         """,
     ),
     (

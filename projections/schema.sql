@@ -98,8 +98,9 @@ CREATE TABLE episodes (
     started_at TIMESTAMPTZ, ended_at TIMESTAMPTZ, outcome VARCHAR, entities VARCHAR[],
     emotional_weight DOUBLE, consolidated_into VARCHAR, recorded_at TIMESTAMPTZ, updated_by VARCHAR
 );
-CREATE TABLE activation_log (
-    event_id VARCHAR PRIMARY KEY, memory_id VARCHAR, activated_at TIMESTAMPTZ, cause VARCHAR, weight DOUBLE
+CREATE TABLE activation_log (  -- activation.recorded events, and each memory a recall returned
+    event_id VARCHAR, memory_id VARCHAR, activated_at TIMESTAMPTZ, cause VARCHAR, weight DOUBLE,
+    PRIMARY KEY (event_id, memory_id)
 );
 CREATE TABLE signals (
     signal_id VARCHAR PRIMARY KEY, event_id VARCHAR, session_id VARCHAR, ts TIMESTAMPTZ,

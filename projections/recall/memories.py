@@ -40,9 +40,6 @@ WITH wanted AS (SELECT unnest($ids::VARCHAR[]) AS memory_id),
 uses AS (
     SELECT memory_id, activated_at AS used_at FROM activation_log
     WHERE memory_id IN (SELECT memory_id FROM wanted)
-    UNION ALL
-    SELECT memory_id, ts FROM (SELECT unnest(results) AS memory_id, ts FROM retrievals)
-    WHERE memory_id IN (SELECT memory_id FROM wanted)
 )
 SELECT m.memory_id, m.kind, m.text, m.ts, m.project, m.session_id,
     coalesce(f.confidence, o.confidence, 1.0) AS confidence,
