@@ -22,9 +22,10 @@ from projections.vectors import Vectors
 # length (padding costs less) and LanceDB gets few, large fragments.
 # Stopping waits for the slice at hand: about 10 s of model time at most on two cores.
 SLICE_CHUNKS = 1_024
+CONTEXT_CHARS = 800  # of the turn before, at most: its last chunk
 SyncProgress = Callable[[int, int], None]  # (memories done, memories to do)
 
-_CURRENT = "SELECT *, sha256(text) AS content_hash FROM memory_texts"
+_CURRENT = "SELECT * FROM memory_texts"
 
 
 class SyncReport(msgspec.Struct, frozen=True):
@@ -101,7 +102,7 @@ class Embedder:
 
 def _slices(fresh: pa.Table) -> Iterator[tuple[pa.Table, int]]:
     """The chunk rows of `fresh` memories, about SLICE_CHUNKS at a time, and how many memories."""
-    columns: dict[str, list[object]] = {name: [] for name in ["chunk", *fresh.column_names]}
+    columns: dict[str, list[object]] = {name: [] for name in ["chunk", "search_text", *fresh.column_names]}
     memories = 0
     for batch in fresh.to_batches(max_chunksize=256):
         for memory in batch.to_pylist():
@@ -110,6 +111,7 @@ def _slices(fresh: pa.Table) -> Iterator[tuple[pa.Table, int]]:
                 columns["chunk"].append(number)
                 for name, value in memory.items():
                     columns[name].append(piece if name == "text" else value)
+                columns["search_text"].append(_search_text(memory["context"], piece, number))
             memories += 1
             if len(columns["chunk"]) >= SLICE_CHUNKS:
                 yield pa.table(columns), memories
@@ -117,3 +119,10 @@ def _slices(fresh: pa.Table) -> Iterator[tuple[pa.Table, int]]:
                 memories = 0
     if memories:
         yield pa.table(columns), memories
+
+
+def _search_text(context: str | None, piece: str, number: int) -> str:
+    """What full-text search reads: a memory's first chunk with the turn before it."""
+    if number or not context:
+        return piece
+    return f"{chunk(context)[-1] if len(context) > CONTEXT_CHARS else context}\n{piece}"

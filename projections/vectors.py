@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from lancedb.table import Table
 
 # Bump when the rows or the chunking change: the vectors are then rebuilt, from the cache.
-LAYOUT = 1
+LAYOUT = 2
 TABLE = "memories"
 MANIFEST = "embedded.parquet"
 # Below this many chunks a flat scan answers within about 6 ms (0.6 ms per 1,000 chunks here,
@@ -57,7 +57,8 @@ def _columns(dim: int) -> list[pa.Field]:
         pa.field("session_id", pa.string()),
         pa.field("ts", pa.timestamp("us", tz="UTC")),
         pa.field("text", pa.string(), nullable=False),
-        pa.field("content_hash", pa.string(), nullable=False),  # sha256 of the whole memory text
+        pa.field("search_text", pa.string(), nullable=False),  # the text and the turn before: for BM25
+        pa.field("content_hash", pa.string(), nullable=False),  # memory_texts.content_hash
         pa.field("vector", pa.list_(pa.float32(), dim), nullable=False),
     ]
 
@@ -116,7 +117,9 @@ class Vectors:
 
         indexed = {index.columns[0]: index.name for index in self.table.list_indices()}
         rows = self.count()
-        wanted: dict[str, FTS | BTree | IvfHnswSq] = {"text": FTS(), "memory_id": BTree()} if rows else {}
+        wanted: dict[str, FTS | BTree | IvfHnswSq] = (
+            {"search_text": FTS(), "memory_id": BTree()} if rows else {}
+        )
         if rows >= ANN_MIN_ROWS:
             wanted["vector"] = IvfHnswSq(distance_type="cosine")
         for column, config in wanted.items():
@@ -153,7 +156,7 @@ class Vectors:
 
     def matching(self, text: str, limit: int = 10, where: str | None = None) -> pa.Table:
         """The `limit` chunks that match `text` best by full text (BM25), among those `where` keeps."""
-        query = self.table.search(text, query_type="fts")
+        query = self.table.search(text, query_type="fts", fts_columns="search_text")
         if where:
             query = query.where(where, prefilter=True)
         return query.limit(limit).to_arrow()

@@ -85,7 +85,7 @@ def rows(db: duckdb.DuckDBPyConnection, query: str) -> list[tuple[Any, ...]]:
 
 def memories_in_duckdb(settings: Settings) -> set[tuple[str, str]]:
     with sql.connect(settings) as db:
-        return set(rows(db, "SELECT memory_id, sha256(text) FROM memory_texts"))
+        return set(rows(db, "SELECT memory_id, content_hash FROM memory_texts"))
 
 
 def memories_in_lancedb(store: Vectors) -> set[tuple[str, str]]:
@@ -168,17 +168,20 @@ def memory_texts(*memories: tuple[str, str, str]) -> duckdb.DuckDBPyConnection:
     """A connection whose memory_texts holds these (memory_id, kind, text)."""
     db = duckdb.connect(":memory:")
     db.execute(
-        "CREATE TABLE memory_texts (memory_id VARCHAR, kind VARCHAR, project VARCHAR, session_id VARCHAR, "
-        "ts TIMESTAMPTZ, text VARCHAR)"
+        "CREATE TABLE memories (memory_id VARCHAR, kind VARCHAR, project VARCHAR, session_id VARCHAR, "
+        "ts TIMESTAMPTZ, text VARCHAR, context VARCHAR)"
     )
-    db.executemany("INSERT INTO memory_texts VALUES (?, ?, NULL, NULL, NULL, ?)", [list(m) for m in memories])
+    db.execute("CREATE VIEW memory_texts AS SELECT *, sha256(text) AS content_hash FROM memories")
+    db.executemany(
+        "INSERT INTO memories VALUES (?, ?, NULL, NULL, NULL, ?, NULL)", [list(m) for m in memories]
+    )
     return db
 
 
 def test_a_memory_gone_from_the_projections_leaves_the_vectors(embedder: Embedder) -> None:
     db = memory_texts(("m1", "prompt", "keep me"), ("m2", "prompt", "drop me"))
     embedder.sync(db)
-    db.execute("DELETE FROM memory_texts WHERE memory_id = 'm2'")
+    db.execute("DELETE FROM memories WHERE memory_id = 'm2'")
     assert embedder.sync(db).memories_removed == 1
     assert {m for m, _ in memories_in_lancedb(embedder.vectors)} == {"m1"}
 
@@ -239,7 +242,7 @@ def test_a_large_table_gets_an_ann_index_and_still_finds_its_rows(
     ids, matrix = cached_memories(embedder, 600)
     assert embedder.sync(memory_texts(*((m, "prompt", f"text {m}") for m in ids))).chunks_encoded == 0
     indexed = {tuple(i.columns) for i in embedder.vectors.table.list_indices()}
-    assert ("vector",) in indexed and ("text",) in indexed
+    assert ("vector",) in indexed and ("search_text",) in indexed
     assert embedder.vectors.nearest(matrix[123].tolist(), 1)["memory_id"].to_pylist() == ["m0123"]
 
 
