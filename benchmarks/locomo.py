@@ -94,34 +94,23 @@ def evidence_of(qa: dict[str, Any]) -> set[str]:
     return {e for item in qa.get("evidence") or [] for e in re.split(r"[\s;,]+", item) if e.startswith("D")}
 
 
-def wait_until_embedded(settings: Settings, turns: int, timeout_s: float = 1800) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        with sql.connect(settings) as db:
-            [(prompts, coverage)] = db.execute(
-                "SELECT (SELECT count(*) FROM prompts), embedding_coverage FROM memory_health"
-            ).fetchall()
-        if prompts == turns and coverage == 1.0:
-            return
-        time.sleep(1.0)
-    raise TimeoutError(f"the stack did not embed {turns} turns within {timeout_s} s")
-
-
-def already_ingested(settings: Settings, dia_of: dict[str, str]) -> bool:
-    """Whether `settings` holds exactly these turns, embedded (ids are derived from the file)."""
+def embedded_turns(settings: Settings) -> set[str]:
     if not os.path.isdir(settings.projections_dir):
-        return False
+        return set()
     with sql.connect(settings) as db:
-        held = {
-            m
-            for (m,) in db.execute(
-                "SELECT memory_id FROM memory_texts JOIN embedded USING (memory_id)"
-            ).fetchall()
-        }
-    return held == set(dia_of)
+        query = "SELECT memory_id FROM memory_texts JOIN embedded USING (memory_id, content_hash)"
+        return {m for (m,) in db.execute(query).fetchall()}
 
 
-def ingest(settings: Settings, events: list[list[bytes]], turns: int) -> None:
+def wait_until_embedded(settings: Settings, turns: set[str], timeout_s: float = 1800) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not turns <= embedded_turns(settings):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the stack did not embed {len(turns)} turns within {timeout_s} s")
+        time.sleep(1.0)
+
+
+def ingest(settings: Settings, events: list[list[bytes]], turns: set[str]) -> None:
     """Run a stack, send the events, wait until they are projected and embedded."""
     env = {k: v for k, v in os.environ.items() if k != "REDIS_URL"} | {"REVERIE_HOME": settings.home}
     stack = subprocess.Popen(
@@ -165,8 +154,8 @@ def main() -> None:
         events.append(conversation)
         dia_of |= dias
     try:
-        if not already_ingested(settings, dia_of):
-            ingest(settings, events, len(dia_of))
+        if not set(dia_of) <= embedded_turns(settings):  # a kept --home holds them already
+            ingest(settings, events, set(dia_of))
         encoder = load_encoder(settings.embedding_model)
         vectors = Vectors(vectors_path(settings.projections_dir, settings.embedding_model), encoder.dim)
         recaller = Recaller(encoder, vectors, Memories(settings))

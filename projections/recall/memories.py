@@ -11,7 +11,6 @@ import duckdb
 import msgspec
 
 from projections import sql
-from projections.recall.timeframes import Window
 from schemas.settings import Settings
 
 
@@ -58,10 +57,19 @@ LEFT JOIN opinions o ON o.opinion_id = m.memory_id
 LEFT JOIN episodes e ON e.episode_id = m.memory_id
 """
 
-_IN_WINDOW = """
-SELECT memory_id FROM memory_texts
-WHERE ts >= $start AND ts < $end AND ($project IS NULL OR project = $project)
-ORDER BY ts DESC LIMIT $limit
+# The turns just before and after each of these in their session (prompts and messages).
+_NEIGHBOURS = """
+WITH sessions AS (
+    SELECT DISTINCT session_id FROM memory_texts
+    WHERE memory_id IN (SELECT unnest($ids::VARCHAR[])) AND kind IN ('prompt', 'message')
+),
+turns AS (
+    SELECT memory_id, lag(memory_id) OVER w AS before, lead(memory_id) OVER w AS after
+    FROM memory_texts WHERE session_id IN (SELECT session_id FROM sessions) AND kind IN ('prompt', 'message')
+    WINDOW w AS (PARTITION BY session_id ORDER BY ts, memory_id)
+)
+SELECT memory_id, before, after FROM turns
+WHERE memory_id IN (SELECT unnest($ids::VARCHAR[]))
 """
 
 # Entities the prompt names, then breadth first along facts to depth 2; the facts met on the
@@ -148,9 +156,12 @@ class Memories:
         rows = self.db().execute(_FEATURES, {"ids": ids}).fetchall()
         return {row[0]: Features(*row) for row in rows}
 
-    def in_window(self, window: Window, project: str | None, limit: int) -> list[str]:
-        params = {"start": window.start, "end": window.end, "project": project, "limit": limit}
-        return [memory_id for (memory_id,) in self.db().execute(_IN_WINDOW, params).fetchall()]
+    def neighbours(self, ids: list[str]) -> dict[str, tuple[str | None, str | None]]:
+        """memory id -> the turns (before, after) it in its session, for conversation turns."""
+        if not ids:
+            return {}
+        rows = self.db().execute(_NEIGHBOURS, {"ids": ids}).fetchall()
+        return {memory_id: (before, after) for memory_id, before, after in rows}
 
     def around_entities(self, text: str, words: list[str], limit: int) -> list[str]:
         params = {"text": text.lower(), "words": words, "limit": limit}

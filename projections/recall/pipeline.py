@@ -12,7 +12,7 @@
 """
 
 import math
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import msgspec
 import pyarrow as pa
@@ -37,6 +37,7 @@ class RetrieverWeights(msgspec.Struct, frozen=True):
 
 
 DEFAULT_WEIGHTS = RetrieverWeights()
+NEIGHBOUR_SHARE = 0.2
 
 
 class Scored(msgspec.Struct, frozen=True):
@@ -99,7 +100,7 @@ class Recaller:
         asked = queries(prompt, task)
         span = window(prompt, as_of or now)
         rankings = self._retrieve(prompt, asked, span, project, as_of)
-        fused = fuse([(ranking, weight) for ranking, weight, _ in rankings])
+        fused = self._with_neighbours(fuse([(ranking, weight) for ranking, weight, _ in rankings]))
         sources: dict[str, list[str]] = {}
         for ranking, _, name in rankings:
             for memory_id in ranking:
@@ -109,12 +110,23 @@ class Recaller:
         features = self.memories.features(list(fused))
         best = max(fused.values(), default=1.0)
         scored = [
-            _score(features[m], rrf / best, sources[m], now)
+            _score(features[m], rrf / best, sources.get(m, ["neighbour"]), now)
             for m, rrf in fused.items()
             if m in features and _admitted(features[m], as_of, now, network, category)
         ]
         scored.sort(key=lambda s: -s.score)
         return Recall(prompt, task, asked, span, scored[:limit])
+
+    def _with_neighbours(self, fused: dict[str, float]) -> dict[str, float]:
+        """Each turn takes a share of the turns around it: an answer sits next to its question,
+        and a turn between two relevant ones is likely relevant too."""
+        around = self.memories.neighbours(list(fused))
+        smoothed = dict(fused)
+        for memory_id, (before, after) in around.items():
+            for neighbour in (before, after):
+                if neighbour is not None:
+                    smoothed[neighbour] = smoothed.get(neighbour, 0.0) + NEIGHBOUR_SHARE * fused[memory_id]
+        return dict(sorted(smoothed.items(), key=lambda pair: -pair[1]))
 
     def _retrieve(
         self,
@@ -134,18 +146,33 @@ class Recaller:
             found.append((_memories(fulltext), self.weights.fulltext * query.weight, "fulltext"))
         if graph := self.memories.around_entities(prompt, keywords(prompt), self.depth):
             found.append((graph, self.weights.graph, "graph"))
-        if span and (inside := self.memories.in_window(span, project, self.depth)):
-            found.append((inside, self.weights.temporal, "temporal"))
+        if span:  # the best matches among the memories of that time
+            inside = _where(project, as_of, _recorded_about(span))
+            ranked = _memories(self.vectors.nearest(vectors[0].tolist(), self.depth, inside))
+            ranked += _memories(self.vectors.matching(asked[0].text, self.depth, inside))
+            found.append((list(dict.fromkeys(ranked)), self.weights.temporal, "temporal"))
         return found
 
 
-def _where(project: str | None, as_of: datetime | None) -> str | None:
+def _recorded_about(span: Window) -> Window:
+    """Where memories about `span` are: at it, or in the days after (people tell what they did)."""
+    days = (span.end - span.start).days
+    return Window(span.start, span.end + timedelta(days=3 if days <= 7 else 7))
+
+
+def _where(project: str | None, as_of: datetime | None, span: Window | None = None) -> str | None:
     clauses = []
     if project is not None:
         clauses.append(f"project = {string_literal(project)}")
     if as_of is not None:
-        clauses.append(f"ts <= timestamp {string_literal(as_of.astimezone(UTC).isoformat(sep=' '))}")
+        clauses.append(f"ts <= {_timestamp(as_of)}")
+    if span is not None:
+        clauses.append(f"ts >= {_timestamp(span.start)} AND ts < {_timestamp(span.end)}")
     return " AND ".join(clauses) or None
+
+
+def _timestamp(moment: datetime) -> str:
+    return f"timestamp {string_literal(moment.astimezone(UTC).isoformat(sep=' '))}"
 
 
 def _memories(chunks: pa.Table) -> list[str]:
