@@ -98,7 +98,7 @@ def embedded_turns(settings: Settings) -> set[str]:
     if not os.path.isdir(settings.projections_dir):
         return set()
     with sql.connect(settings) as db:
-        query = "SELECT memory_id FROM memory_texts JOIN embedded USING (memory_id, content_hash)"
+        query = "SELECT memory_id FROM memory_documents JOIN embedded USING (memory_id, content_hash)"
         return {m for (m,) in db.execute(query).fetchall()}
 
 

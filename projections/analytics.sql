@@ -29,10 +29,7 @@ UNION ALL
 SELECT e.entity_id, e.name, o.formed_at, 'opinion', o.statement
 FROM entities e JOIN opinions o ON o.subject = e.entity_id;
 
--- Every memory with something to say, as the text the embedder embeds (chunked) into the vectors.
--- `context`: for prompts and the assistant's messages, the turn before in the same session, which
--- full-text search reads along with the text (a question and its answer are found together).
--- `content_hash` changes when either does.
+-- Every memory with something to say: what recall ranks, and what the embedder embeds.
 CREATE VIEW memory_texts AS
 WITH conversation AS (
     SELECT event_id AS memory_id, 'prompt' AS kind, project, session_id, ts, prompt AS text FROM prompts
@@ -40,29 +37,36 @@ WITH conversation AS (
     SELECT event_id, 'message', project, session_id, ts, text FROM messages
 ),
 memories AS (
-    SELECT *, lag(text) OVER (PARTITION BY session_id ORDER BY ts, memory_id) AS context FROM conversation
+    SELECT * FROM conversation
     UNION ALL
-    SELECT event_id, 'remembered', project, NULL, ts, text, NULL FROM remembered
+    SELECT event_id, 'remembered', project, NULL, ts, text FROM remembered
     UNION ALL
     SELECT f.fact_id, 'fact', NULL, NULL, f.created_at,
-        coalesce(nullif(trim(f.description), ''), concat_ws(' ', s.name, replace(f.relation, '_', ' '), t.name)),
-        NULL
+        coalesce(nullif(trim(f.description), ''), concat_ws(' ', s.name, replace(f.relation, '_', ' '), t.name))
     FROM facts f
     LEFT JOIN entities s ON s.entity_id = f.source
     LEFT JOIN entities t ON t.entity_id = f.target
     UNION ALL
-    SELECT episode_id, 'episode', NULL, session_id, started_at, concat_ws('. ', title, summary), NULL FROM episodes
+    SELECT episode_id, 'episode', NULL, session_id, started_at, concat_ws('. ', title, summary) FROM episodes
     UNION ALL
-    SELECT observation_id, 'observation', NULL, NULL, formed_at, statement, NULL FROM observations
+    SELECT observation_id, 'observation', NULL, NULL, formed_at, statement FROM observations
     UNION ALL
-    SELECT opinion_id, 'opinion', NULL, NULL, formed_at, statement, NULL FROM opinions
+    SELECT opinion_id, 'opinion', NULL, NULL, formed_at, statement FROM opinions
     UNION ALL
-    SELECT preference_id, 'preference', NULL, NULL, crystallized_at, statement, NULL FROM preferences
+    SELECT preference_id, 'preference', NULL, NULL, crystallized_at, statement FROM preferences
 )
-SELECT memory_id, kind, project, session_id, ts, text, context,
-    sha256(concat_ws(chr(31), context, text)) AS content_hash
-FROM memories
-WHERE regexp_matches(text, '\S');
+SELECT * FROM memories WHERE regexp_matches(text, '\S');
+
+-- What the embedder keeps in the vectors: each memory with `context`, the turn before it in its
+-- session for prompts and the assistant's messages, which full-text search reads along with the
+-- text (a question and its answer are found together). `content_hash` changes when either does.
+CREATE VIEW memory_documents AS
+SELECT *, sha256(concat_ws(chr(31), context, text)) AS content_hash FROM (
+    SELECT *, CASE WHEN kind IN ('prompt', 'message')
+        THEN lag(text) OVER (PARTITION BY session_id, kind IN ('prompt', 'message') ORDER BY ts, memory_id)
+        END AS context
+    FROM memory_texts
+);
 
 -- Which entities each memory is about.
 CREATE VIEW memory_entities AS
@@ -91,7 +95,7 @@ CREATE VIEW memory_health AS
 SELECT
     (SELECT count(*) FROM facts_current) AS facts,
     (SELECT 1 - count(DISTINCT lower(description)) / greatest(count(*), 1) FROM facts_current) AS duplicate_ratio,
-    (SELECT count(e.memory_id) / nullif(count(*), 0) FROM memory_texts m
+    (SELECT count(e.memory_id) / nullif(count(*), 0) FROM memory_documents m
         LEFT JOIN embedded e USING (memory_id, content_hash)) AS embedding_coverage,
     (SELECT count(*) FROM activation_log a JOIN facts_current f ON a.memory_id = f.fact_id)
         / greatest((SELECT count(*) FROM facts_current), 1) AS average_activations,

@@ -1,6 +1,6 @@
 """The embedder's fold: the memory texts of a snapshot -> their vectors, through the cache.
 
-Each round compares the snapshot's `memory_texts` with what the vectors hold, by memory id
+Each round compares the snapshot's `memory_documents` with what the vectors hold, by memory id
 and content hash: memories gone or changed lose their chunks, new or changed ones are
 chunked, looked up in the cache, embedded when missing there, and written. So the vectors
 always follow some published snapshot, whatever happened to the store (a replay, a schema
@@ -25,7 +25,7 @@ SLICE_CHUNKS = 1_024
 CONTEXT_CHARS = 800  # of the turn before, at most: its last chunk
 SyncProgress = Callable[[int, int], None]  # (memories done, memories to do)
 
-_CURRENT = "SELECT * FROM memory_texts"
+_CURRENT = "SELECT * FROM memory_documents"
 
 
 class SyncReport(msgspec.Struct, frozen=True):

@@ -7,7 +7,7 @@
             memories.lance/             a row per chunk: the chunk, its memory, its vector
             embedded.parquet            (memory_id, content_hash) of what is in, for SQL readers
 
-The vectors follow the memory texts of the projections (`memory_texts` in analytics.sql): a
+The vectors follow the memories of the projections (`memory_documents` in analytics.sql): a
 memory whose text changed is embedded again, one that is gone is removed. LanceDB keeps
 versions, so readers search while the embedder writes; DuckDB readers cannot open LanceDB,
 so the embedder publishes what it holds as Parquet (memory_health.embedding_coverage).
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from lancedb.table import Table
 
 # Bump when the rows or the chunking change: the vectors are then rebuilt, from the cache.
-LAYOUT = 2
+LAYOUT = 3
 TABLE = "memories"
 MANIFEST = "embedded.parquet"
 # Below this many chunks a flat scan answers within about 6 ms (0.6 ms per 1,000 chunks here,
@@ -58,7 +58,7 @@ def _columns(dim: int) -> list[pa.Field]:
         pa.field("ts", pa.timestamp("us", tz="UTC")),
         pa.field("text", pa.string(), nullable=False),
         pa.field("search_text", pa.string(), nullable=False),  # the text and the turn before: for BM25
-        pa.field("content_hash", pa.string(), nullable=False),  # memory_texts.content_hash
+        pa.field("content_hash", pa.string(), nullable=False),  # memory_documents.content_hash
         pa.field("vector", pa.list_(pa.float32(), dim), nullable=False),
     ]
 
@@ -118,7 +118,7 @@ class Vectors:
         indexed = {index.columns[0]: index.name for index in self.table.list_indices()}
         rows = self.count()
         wanted: dict[str, FTS | BTree | IvfHnswSq] = (
-            {"search_text": FTS(), "memory_id": BTree()} if rows else {}
+            {"text": FTS(), "search_text": FTS(), "memory_id": BTree()} if rows else {}
         )
         if rows >= ANN_MIN_ROWS:
             wanted["vector"] = IvfHnswSq(distance_type="cosine")
@@ -154,9 +154,12 @@ class Vectors:
             query = query.where(where, prefilter=True)
         return query.limit(limit).to_arrow()
 
-    def matching(self, text: str, limit: int = 10, where: str | None = None) -> pa.Table:
-        """The `limit` chunks that match `text` best by full text (BM25), among those `where` keeps."""
-        query = self.table.search(text, query_type="fts", fts_columns="search_text")
+    def matching(
+        self, text: str, limit: int = 10, where: str | None = None, column: str = "text"
+    ) -> pa.Table:
+        """The `limit` chunks whose `column` (text, or search_text: with the turn before) matches
+        `text` best by full text (BM25), among those `where` keeps."""
+        query = self.table.search(text, query_type="fts", fts_columns=column)
         if where:
             query = query.where(where, prefilter=True)
         return query.limit(limit).to_arrow()

@@ -72,7 +72,8 @@ def _parser() -> argparse.ArgumentParser:
         "retrievals. Memory: entities, facts, fact_history, provenance, episodes, activation_log, signals, "
         "preferences, failures, tiers, communities, opinions, observations. Analytics: facts_current, "
         "facts_as_of(valid_time, known_time) (bi-temporal: true at valid_time, as known at known_time), "
-        "tool_usage_per_day, entity_timeline, memory_health; memory_texts (what the embedder embeds) and "
+        "tool_usage_per_day, entity_timeline, memory_health; memory_texts, memory_documents (what the "
+        "embedder embeds), associations (Hebbian, between entities recalled together) and "
         "embedded (what the vectors hold, by memory_id and content_hash). The projections are the "
         "projector's last published snapshot. Give - to read the query from stdin.",
     )

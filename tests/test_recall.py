@@ -42,8 +42,10 @@ def story() -> list[events.Event]:
     day = 86_400
     return [
         observed(kinds.PROMPT_SUBMITTED, 10, prompt="the quota check fails with ERR_QUOTA_4711 on upload"),
-        observed(kinds.PROMPT_SUBMITTED, 20, prompt="uploads fail when the storage quota is exceeded"),
-        observed(kinds.PROMPT_SUBMITTED, 30, prompt="the upload limit error shows up again"),
+        observed(kinds.PROMPT_SUBMITTED, 20, "s2", prompt="uploads fail when the storage quota is exceeded"),
+        observed(kinds.PROMPT_SUBMITTED, 30, "s2", prompt="the upload limit error shows up again"),
+        observed(kinds.PROMPT_SUBMITTED, 31, "s3", prompt="which port does the metrics endpoint listen on?"),
+        observed(kinds.ASSISTANT_STOPPED, 32, "s3", last_assistant_message="It is 9464, set in otel.yaml."),
         observed(kinds.MEMORY_REMEMBERED, 40, text="the deploy key rotates monthly"),
         fact(50, "f-old", "the queue runs on Postgres"),
         fact(60, "f-used", "the queue runs on Postgres."),
@@ -99,6 +101,11 @@ def texts(recaller: Recaller, prompt: str, limit: int = 3) -> list[str]:
 def test_an_exact_identifier_is_found_by_full_text(recaller: Recaller) -> None:
     [first] = recaller.recall("ERR_QUOTA_4711", now=NOW, limit=1).results
     assert "ERR_QUOTA_4711" in first.text and "fulltext" in first.sources
+
+
+def test_an_answer_is_found_by_the_words_of_its_question(recaller: Recaller) -> None:
+    found = recaller.recall("metrics endpoint port", now=NOW, limit=2).results
+    assert "It is 9464, set in otel.yaml." in [r.text for r in found]
 
 
 def test_a_paraphrase_is_found_by_meaning(recaller: Recaller) -> None:

@@ -85,7 +85,7 @@ def rows(db: duckdb.DuckDBPyConnection, query: str) -> list[tuple[Any, ...]]:
 
 def memories_in_duckdb(settings: Settings) -> set[tuple[str, str]]:
     with sql.connect(settings) as db:
-        return set(rows(db, "SELECT memory_id, content_hash FROM memory_texts"))
+        return set(rows(db, "SELECT memory_id, content_hash FROM memory_documents"))
 
 
 def memories_in_lancedb(store: Vectors) -> set[tuple[str, str]]:
@@ -165,13 +165,13 @@ def test_a_replay_costs_the_vectors_nothing(folded: Folding, embedder: Embedder,
 
 
 def memory_texts(*memories: tuple[str, str, str]) -> duckdb.DuckDBPyConnection:
-    """A connection whose memory_texts holds these (memory_id, kind, text)."""
+    """A connection whose memory_documents holds these (memory_id, kind, text)."""
     db = duckdb.connect(":memory:")
     db.execute(
         "CREATE TABLE memories (memory_id VARCHAR, kind VARCHAR, project VARCHAR, session_id VARCHAR, "
         "ts TIMESTAMPTZ, text VARCHAR, context VARCHAR)"
     )
-    db.execute("CREATE VIEW memory_texts AS SELECT *, sha256(text) AS content_hash FROM memories")
+    db.execute("CREATE VIEW memory_documents AS SELECT *, sha256(text) AS content_hash FROM memories")
     db.executemany(
         "INSERT INTO memories VALUES (?, ?, NULL, NULL, NULL, ?, NULL)", [list(m) for m in memories]
     )
@@ -242,7 +242,7 @@ def test_a_large_table_gets_an_ann_index_and_still_finds_its_rows(
     ids, matrix = cached_memories(embedder, 600)
     assert embedder.sync(memory_texts(*((m, "prompt", f"text {m}") for m in ids))).chunks_encoded == 0
     indexed = {tuple(i.columns) for i in embedder.vectors.table.list_indices()}
-    assert ("vector",) in indexed and ("search_text",) in indexed
+    assert {("vector",), ("text",), ("search_text",), ("memory_id",)} <= indexed
     assert embedder.vectors.nearest(matrix[123].tolist(), 1)["memory_id"].to_pylist() == ["m0123"]
 
 

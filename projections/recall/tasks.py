@@ -77,12 +77,16 @@ def _hits(stem: str, text: str, words: list[str]) -> int:
     return sum(word.startswith(stem) for word in words)
 
 
+def identifiers(text: str) -> list[str]:
+    """Names from code in `text`: dotted, slashed or snake_case words, camelCase ones."""
+    return _IDENTIFIER.findall(text)
+
+
 def keywords(prompt: str) -> list[str]:
     """The prompt's content words, in order, once each (identifiers kept whole)."""
-    identifiers = _IDENTIFIER.findall(prompt)
     rest = _IDENTIFIER.sub(" ", prompt)
     words = [w for w in _WORD.findall(rest) if w.lower() not in _STOPWORDS and w != "?" and len(w) > 1]
-    return list(dict.fromkeys([*identifiers, *words]))
+    return list(dict.fromkeys([*identifiers(prompt), *words]))
 
 
 # The category a task's own query aims at, and the second query it asks.
@@ -103,9 +107,8 @@ def queries(prompt: str, task: Task | None = None) -> list[Query]:
     words = keywords(prompt)
     focus, angle = _FOCUS[task]
     found = [Query(prompt.strip(), focus, 1.0), Query(" ".join(words) or prompt.strip(), "context", 0.8)]
-    identifiers = _IDENTIFIER.findall(prompt)
-    if identifiers:
-        found.append(Query(" ".join(dict.fromkeys(identifiers)), "stack", 0.7))
+    if names := identifiers(prompt):
+        found.append(Query(" ".join(dict.fromkeys(names)), "stack", 0.7))
     if angle:
         found.append(Query(f"{' '.join(words[:8])} {angle}".strip(), focus, 0.5))
     if len(found) < 3:
