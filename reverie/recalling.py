@@ -80,14 +80,7 @@ def _in_process(settings: Settings, request: RecallRequest) -> object:
 
     with err.status("the recall service is not running: loading the model here…"):
         recaller = open_recaller(settings)
-    return recaller.recall(
-        request.prompt,
-        limit=request.limit,
-        project=request.project,
-        as_of=request.as_of,
-        network=request.network,
-        category=request.category,
-    )
+    return recaller.answer(request)
 
 
 def _short(text: str, limit: int = 160) -> str:

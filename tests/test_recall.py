@@ -213,3 +213,21 @@ def test_time_words_bring_the_window_in(recaller: Recaller) -> None:
     found = recaller.recall("what did I remember on 2026-01-05?", now=NOW, limit=10)
     assert found.window is not None and found.window.start == datetime(2026, 1, 5, tzinfo=UTC)
     assert any("temporal" in r.sources for r in found.results)
+
+
+def test_recall_from_the_command_line(recaller: Recaller, env: dict[str, str]) -> None:
+    env = {**env, "REVERIE_HOME": recaller.memories.settings.home}
+    done = subprocess.run(
+        [str(BIN), "recall", "when is the deploy key replaced?", "--json", "--limit", "2"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    assert found["results"][0]["text"] == "the deploy key rotates monthly" and len(found["results"]) <= 2
+    bad = subprocess.run(
+        [str(BIN), "recall", "x", "--as-of", "last tuesday"], env=env, capture_output=True, text=True
+    )
+    assert bad.returncode == 1 and "--as-of" in bad.stderr and "Traceback" not in bad.stderr

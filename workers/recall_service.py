@@ -46,14 +46,7 @@ class RecallService:
         with self.lock:
             if request.hook == "SessionStart":
                 return {"context": self._session_start(request)}
-            found = self.recaller.recall(
-                request.prompt,
-                limit=request.limit,
-                project=request.project,
-                as_of=request.as_of,
-                network=request.network,
-                category=request.category,
-            )
+            found = self.recaller.answer(request)
         self._feed_back(found, request)
         if request.hook:
             level = context.pressure(request.transcript_bytes)

@@ -25,6 +25,7 @@ from projections.recall.memories import Features, Memories
 from projections.recall.tasks import Query, Task, classify, identifiers, keywords, queries
 from projections.recall.timeframes import Window, window
 from projections.vectors import Vectors
+from schemas.recall import RecallRequest
 
 Network = str
 
@@ -123,6 +124,17 @@ class Recaller:
         ]
         scored.sort(key=lambda s: -s.score)
         return Recall(prompt, task, asked, span, scored[:limit])
+
+    def answer(self, request: RecallRequest) -> Recall:
+        """Recall as a request (from a hook or `reverie recall`) asks for it."""
+        return self.recall(
+            request.prompt,
+            limit=request.limit,
+            project=request.project,
+            as_of=request.as_of,
+            network=request.network,
+            category=request.category,
+        )
 
     def _with_neighbours(self, fused: dict[str, float]) -> dict[str, float]:
         """Turns no retriever found take a share of the found turns around them: an answer sits
