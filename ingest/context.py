@@ -13,10 +13,10 @@ import os
 import socket
 import time
 
+from schemas.kinds import HOOK_CONTEXT_LIMIT
 from schemas.settings import Settings
 
 DEADLINE_S = 0.3
-LIMIT = 10_000  # Claude Code's cap on additionalContext
 CONTEXT_HOOKS = ("UserPromptSubmit", "SessionStart")
 
 TYPE_CHECKING = False
@@ -28,7 +28,9 @@ def hook_output(hook: str, context: str) -> bytes:
     """Claude Code's contract for a hook that adds context; empty when there is none."""
     if not context:
         return b""
-    output = {"hookSpecificOutput": {"hookEventName": hook, "additionalContext": context[:LIMIT]}}
+    output = {
+        "hookSpecificOutput": {"hookEventName": hook, "additionalContext": context[:HOOK_CONTEXT_LIMIT]}
+    }
     return json.dumps(output, ensure_ascii=False).encode() + b"\n"
 
 
@@ -47,7 +49,7 @@ def context_for(settings: Settings, hook: str, payload: dict[str, Any], project:
         pass
     try:
         with open(settings.profile_path(project), encoding="utf-8") as f:
-            return f.read(LIMIT)
+            return f.read(HOOK_CONTEXT_LIMIT)
     except OSError:
         return ""
 

@@ -139,12 +139,6 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _usage_error(message: str) -> int:
-    from reverie.console import fail
-
-    return fail(message)
-
-
 def run(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     if args.command == "sql":
@@ -153,14 +147,15 @@ def run(argv: list[str]) -> int:
         return querying.sql(args.query, "json" if args.json else "csv" if args.csv else "table")
     if args.command == "recall":
         from reverie import recalling
+        from reverie.console import fail
         from schemas.recall import RecallRequest
 
         if args.limit < 1:
-            return _usage_error("--limit must be at least 1")
+            return fail("--limit must be at least 1")
         try:
             as_of = recalling.parse_time(args.as_of) if args.as_of else None
         except ValueError:
-            return _usage_error(f"--as-of: not an ISO date or time: {args.as_of!r}")
+            return fail(f"--as-of: not an ISO date or time: {args.as_of!r}")
         request = RecallRequest(
             prompt=args.query,
             project=args.project,

@@ -1,7 +1,7 @@
 """`reverie recall`: ask memory a question, from the warm service if it runs, else in process."""
 
 import os
-from datetime import datetime
+from datetime import UTC, datetime
 
 import msgspec
 
@@ -90,7 +90,5 @@ def _short(text: str, limit: int = 160) -> str:
 
 def parse_time(value: str) -> datetime:
     """An --as-of value: an ISO date or time, UTC unless it says otherwise."""
-    from datetime import UTC
-
     moment = datetime.fromisoformat(value)
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)

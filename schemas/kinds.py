@@ -61,6 +61,9 @@ HOOK_KINDS: dict[str, str] = {
 }
 
 # Where an event came from (the envelope's `source`).
+# Claude Code reads at most this many characters of a hook's additionalContext.
+HOOK_CONTEXT_LIMIT = 10_000
+
 SOURCE_CLAUDE_CODE = "claude-code"
 SOURCE_IMPORT = "import"
 SOURCE_CLI = "cli"

@@ -8,6 +8,8 @@ from datetime import datetime
 
 import msgspec
 
+from schemas.memory import Category, Network
+
 
 class RecallRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     prompt: str = ""
@@ -15,8 +17,8 @@ class RecallRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     session_id: str | None = None
     limit: int = 10
     as_of: datetime | None = None
-    network: str | None = None  # world, experience, opinion, observation
-    category: str | None = None  # stack, context, decisions, errors, patterns
+    network: Network | None = None
+    category: Category | None = None
     # set by the hooks: answer with the context to inject for this hook event
     hook: str | None = None  # UserPromptSubmit, SessionStart
     transcript_bytes: int | None = None  # how full the context is

@@ -16,9 +16,9 @@ from typing import Literal
 
 from projections.recall.memories import Continuity
 from projections.recall.pipeline import Scored
+from schemas.kinds import HOOK_CONTEXT_LIMIT
 
 Pressure = Literal["full", "reduced", "minimal", "emergency"]
-HOOK_LIMIT = 10_000
 _BUDGETS: dict[Pressure, int] = {"full": 6_000, "reduced": 3_000, "minimal": 1_200, "emergency": 400}
 # transcript bytes beyond which the context counts as that full (about 4 bytes a token, 200k tokens)
 _PRESSURE_AT: tuple[tuple[int, Pressure], ...] = (
@@ -51,7 +51,7 @@ def pressure(transcript_bytes: int | None) -> Pressure:
 def budget(level: Pressure, transcript_bytes: int | None = None) -> int:
     """Characters to spend: the level's budget, at most 15% of the context left."""
     left = max(_CONTEXT_BYTES - (transcript_bytes or 0), 0)
-    return min(_BUDGETS[level], int(0.15 * left) if transcript_bytes else _BUDGETS[level], HOOK_LIMIT)
+    return min(_BUDGETS[level], int(0.15 * left) if transcript_bytes else _BUDGETS[level], HOOK_CONTEXT_LIMIT)
 
 
 def escape(text: str) -> str:

@@ -25,9 +25,8 @@ from projections.recall.memories import Features, Memories
 from projections.recall.tasks import Query, Task, classify, identifiers, keywords, queries
 from projections.recall.timeframes import Window, window
 from projections.vectors import Vectors
+from schemas.memory import Category, Network
 from schemas.recall import RecallRequest
-
-Network = str
 
 
 class RetrieverWeights(msgspec.Struct, frozen=True):
@@ -100,7 +99,7 @@ class Recaller:
         project: str | None = None,
         as_of: datetime | None = None,
         network: Network | None = None,
-        category: str | None = None,
+        category: Category | None = None,
         now: datetime | None = None,
     ) -> Recall:
         now = now or datetime.now(UTC)
@@ -203,7 +202,11 @@ def _memories(chunks: pa.Table) -> list[str]:
 
 
 def _admitted(
-    memory: Features, as_of: datetime | None, now: datetime, network: Network | None, category: str | None
+    memory: Features,
+    as_of: datetime | None,
+    now: datetime,
+    network: Network | None,
+    category: Category | None,
 ) -> bool:
     if network is not None and memory.network != network:
         return False
