@@ -51,6 +51,7 @@ def rows(texts: list[str], matrix: np.ndarray[Any, Any], n: int, seed: int = 7) 
             "session_id": [f"s{i % 50}" for i in range(n)],
             "ts": pa.array(np.full(n, 1_700_000_000_000_000, dtype="datetime64[us]")),
             "text": chosen,
+            "search_text": chosen,
             "content_hash": [content_hash(t) for t in chosen],
             "vector": pa.FixedSizeListArray.from_arrays(vectors.ravel(), matrix.shape[1]),
         }
