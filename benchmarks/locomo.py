@@ -125,7 +125,8 @@ def ingest(settings: Settings, events: list[list[bytes]], turns: set[str]) -> No
             append_to_stream(client, conversation)
         wait_until_embedded(settings, turns)
         print(
-            f"ingested and embedded {turns} turns in {time.perf_counter() - started:.1f} s", file=sys.stderr
+            f"ingested and embedded {len(turns)} turns in {time.perf_counter() - started:.1f} s",
+            file=sys.stderr,
         )
     finally:
         stack.terminate()

@@ -57,15 +57,18 @@ memories AS (
 )
 SELECT * FROM memories WHERE regexp_matches(text, '\S');
 
--- What the embedder keeps in the vectors: each memory with `context`, the turn before it in its
--- session for prompts and the assistant's messages, which full-text search reads along with the
--- text (a question and its answer are found together). `content_hash` changes when either does.
+-- What the embedder keeps in the vectors: every memory text, with a hash that changes with it.
 CREATE VIEW memory_documents AS
-SELECT *, sha256(concat_ws(chr(31), context, text)) AS content_hash FROM (
-    SELECT *, CASE WHEN kind IN ('prompt', 'message')
-        THEN lag(text) OVER (PARTITION BY session_id, kind IN ('prompt', 'message') ORDER BY ts, memory_id)
-        END AS context
-    FROM memory_texts
+SELECT *, sha256(text) AS content_hash FROM memory_texts;
+
+-- Each session's conversation as one document, which full-text search reads as a whole: a
+-- question whose words are spread over a talk finds the talk, and so its turns.
+CREATE VIEW session_documents AS
+SELECT *, sha256(text) AS content_hash FROM (
+    SELECT session_id, min(project) AS project, count(*)::INTEGER AS turns,
+        string_agg(text, chr(10) ORDER BY ts, memory_id) AS text
+    FROM memory_texts WHERE kind IN ('prompt', 'message') AND session_id IS NOT NULL
+    GROUP BY session_id
 );
 
 -- Which entities each memory is about.

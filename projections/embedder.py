@@ -4,7 +4,8 @@ Each round compares the snapshot's `memory_documents` with what the vectors hold
 and content hash: memories gone or changed lose their chunks, new or changed ones are
 chunked, looked up in the cache, embedded when missing there, and written. So the vectors
 always follow some published snapshot, whatever happened to the store (a replay, a schema
-rebuild), and only text never seen by this model costs model time.
+rebuild), and only text never seen by this model costs model time. The sessions'
+conversations (`session_documents`) follow the same way, for full-text search only.
 """
 
 from collections.abc import Callable, Iterator
@@ -22,10 +23,10 @@ from projections.vectors import Vectors
 # length (padding costs less) and LanceDB gets few, large fragments.
 # Stopping waits for the slice at hand: about 10 s of model time at most on two cores.
 SLICE_CHUNKS = 1_024
-CONTEXT_CHARS = 800  # of the turn before, at most: its last chunk
 SyncProgress = Callable[[int, int], None]  # (memories done, memories to do)
 
 _CURRENT = "SELECT * FROM memory_documents"
+_SESSIONS = "SELECT * FROM session_documents"
 
 
 class SyncReport(msgspec.Struct, frozen=True):
@@ -49,19 +50,11 @@ class Embedder:
         stop: Callable[[], bool] = lambda: False,
     ) -> SyncReport:
         """Bring the vectors in step with the memory texts `db` shows (see projections/sql.py)."""
-        db.register("held_vectors", self.vectors.held())
-        try:
-            stale = db.execute(
-                f"SELECT memory_id, content_hash FROM held_vectors "
-                f"ANTI JOIN ({_CURRENT}) USING (memory_id, content_hash)"
-            ).fetchall()
-            fresh = db.sql(
-                f"SELECT * FROM ({_CURRENT}) ANTI JOIN held_vectors USING (memory_id, content_hash) "
-                "ORDER BY memory_id"
-            ).to_arrow_table()
-        finally:
-            db.unregister("held_vectors")
+        stale, fresh = _changes(db, _CURRENT, self.vectors.held(), "memory_id")
+        sessions_changed = self._sync_sessions(db)
         if not stale and not fresh.num_rows and self.vectors.manifest_published():
+            if sessions_changed:
+                self.vectors.maintain()
             return SyncReport()
         added = chunks = encoded = 0
         finished = True
@@ -83,6 +76,12 @@ class Embedder:
     def close(self) -> None:
         self.cache.close()
 
+    def _sync_sessions(self, db: duckdb.DuckDBPyConnection) -> bool:
+        """Bring the sessions in step with `session_documents`; whether any changed."""
+        stale, fresh = _changes(db, _SESSIONS, self.vectors.held_sessions(), "session_id")
+        self.vectors.replace_sessions(fresh, stale)
+        return bool(stale or fresh.num_rows)
+
     def _write(self, rows: pa.Table) -> int:
         """Embed and add one slice of chunk rows; how many chunks the model had to encode."""
         texts = rows.column("text").to_pylist()
@@ -100,9 +99,27 @@ class Embedder:
         return len(missing)
 
 
+def _changes(
+    db: duckdb.DuckDBPyConnection, current: str, held: pa.Table, key: str
+) -> tuple[list[tuple[str, str]], pa.Table]:
+    """What `held` has that `current` no longer shows, as (key, content_hash), and the rows of
+    `current` that `held` lacks, in key order."""
+    db.register("held", held)
+    try:
+        stale = db.execute(
+            f"SELECT {key}, content_hash FROM held ANTI JOIN ({current}) USING ({key}, content_hash)"
+        ).fetchall()
+        fresh = db.sql(
+            f"SELECT * FROM ({current}) ANTI JOIN held USING ({key}, content_hash) ORDER BY {key}"
+        ).to_arrow_table()
+    finally:
+        db.unregister("held")
+    return stale, fresh
+
+
 def _slices(fresh: pa.Table) -> Iterator[tuple[pa.Table, int]]:
     """The chunk rows of `fresh` memories, about SLICE_CHUNKS at a time, and how many memories."""
-    columns: dict[str, list[object]] = {name: [] for name in ["chunk", "search_text", *fresh.column_names]}
+    columns: dict[str, list[object]] = {name: [] for name in ["chunk", *fresh.column_names]}
     memories = 0
     for batch in fresh.to_batches(max_chunksize=256):
         for memory in batch.to_pylist():
@@ -111,7 +128,6 @@ def _slices(fresh: pa.Table) -> Iterator[tuple[pa.Table, int]]:
                 columns["chunk"].append(number)
                 for name, value in memory.items():
                     columns[name].append(piece if name == "text" else value)
-                columns["search_text"].append(_search_text(memory["context"], piece, number))
             memories += 1
             if len(columns["chunk"]) >= SLICE_CHUNKS:
                 yield pa.table(columns), memories
@@ -119,10 +135,3 @@ def _slices(fresh: pa.Table) -> Iterator[tuple[pa.Table, int]]:
                 memories = 0
     if memories:
         yield pa.table(columns), memories
-
-
-def _search_text(context: str | None, piece: str, number: int) -> str:
-    """What full-text search reads: a memory's first chunk with the turn before it."""
-    if number or not context:
-        return piece
-    return f"{chunk(context)[-1] if len(context) > CONTEXT_CHARS else context}\n{piece}"

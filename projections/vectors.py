@@ -5,10 +5,12 @@
         embedding-cache.duckdb          vectors by (model, content hash): projections/embeddings.py
         <model>-<version>/              one LanceDB database per model and layout
             memories.lance/             a row per chunk: the chunk, its memory, its vector
+            sessions.lance/             a row per session: its conversation, for full-text search
             embedded.parquet            (memory_id, content_hash) of what is in, for SQL readers
 
 The vectors follow the memories of the projections (`memory_documents` in analytics.sql): a
-memory whose text changed is embedded again, one that is gone is removed. LanceDB keeps
+memory whose text changed is embedded again, one that is gone is removed; the sessions follow
+`session_documents` the same way. LanceDB keeps
 versions, so readers search while the embedder writes; DuckDB readers cannot open LanceDB,
 so the embedder publishes what it holds as Parquet (memory_health.embedding_coverage).
 
@@ -21,6 +23,8 @@ import re
 from datetime import timedelta
 from typing import TYPE_CHECKING, cast
 
+import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -28,12 +32,16 @@ from projections.literals import string_literal
 from schemas.files import write_durably
 
 if TYPE_CHECKING:
+    from lancedb.index import FTS, BTree, IvfHnswSq
     from lancedb.query import LanceHybridQueryBuilder, LanceVectorQueryBuilder
     from lancedb.table import Table
 
+Vector = npt.NDArray[np.float32]
+
 # Bump when the rows or the chunking change: the vectors are then rebuilt, from the cache.
-LAYOUT = 3
+LAYOUT = 4
 TABLE = "memories"
+SESSIONS = "sessions"
 MANIFEST = "embedded.parquet"
 # Below this many chunks a flat scan answers within about 6 ms (0.6 ms per 1,000 chunks here,
 # benchmarks/vector_search.py), and an index would only cost its training.
@@ -57,7 +65,6 @@ def _columns(dim: int) -> list[pa.Field]:
         pa.field("session_id", pa.string()),
         pa.field("ts", pa.timestamp("us", tz="UTC")),
         pa.field("text", pa.string(), nullable=False),
-        pa.field("search_text", pa.string(), nullable=False),  # the text and the turn before: for BM25
         pa.field("content_hash", pa.string(), nullable=False),  # memory_documents.content_hash
         pa.field("vector", pa.list_(pa.float32(), dim), nullable=False),
     ]
@@ -65,6 +72,17 @@ def _columns(dim: int) -> list[pa.Field]:
 
 def row_schema(dim: int) -> pa.Schema:
     return pa.schema(_columns(dim))
+
+
+SESSION_SCHEMA = pa.schema(
+    [
+        pa.field("session_id", pa.string(), nullable=False),
+        pa.field("project", pa.string()),
+        pa.field("turns", pa.int32(), nullable=False),
+        pa.field("text", pa.string(), nullable=False),
+        pa.field("content_hash", pa.string(), nullable=False),  # session_documents.content_hash
+    ]
+)
 
 
 def vectors_root(projections_dir: str) -> str:
@@ -90,6 +108,7 @@ class Vectors:
         self.schema = row_schema(dim)
         db = lancedb.connect(path)
         self.table: Table = db.create_table(TABLE, schema=self.schema, exist_ok=True)
+        self.sessions: Table = db.create_table(SESSIONS, schema=SESSION_SCHEMA, exist_ok=True)
 
     def count(self) -> int:
         return self.table.count_rows()
@@ -99,14 +118,19 @@ class Vectors:
         rows = self.table.search().select(["memory_id", "content_hash"]).limit(None).to_arrow()
         return rows.group_by(["memory_id", "content_hash"]).aggregate([])
 
-    def remove(self, memories: list[tuple[str, str]], per_statement: int = 500) -> None:
+    def remove(self, memories: list[tuple[str, str]]) -> None:
         """Delete the chunks of these (memory_id, content_hash): a memory's other texts stay."""
-        for start in range(0, len(memories), per_statement):
-            matches = " OR ".join(
-                f"(memory_id = {string_literal(m)} AND content_hash = {string_literal(h)})"
-                for m, h in memories[start : start + per_statement]
-            )
-            self.table.delete(matches)
+        _delete(self.table, "memory_id", memories)
+
+    def held_sessions(self) -> pa.Table:
+        """(session_id, content_hash) of every session in."""
+        return self.sessions.search().select(["session_id", "content_hash"]).limit(None).to_arrow()
+
+    def replace_sessions(self, fresh: pa.Table, stale: list[tuple[str, str]]) -> None:
+        """Add these session rows, then delete the (session_id, content_hash) they replace."""
+        if fresh.num_rows:
+            self.sessions.add(fresh.select(SESSION_SCHEMA.names).cast(SESSION_SCHEMA))
+        _delete(self.sessions, "session_id", stale)
 
     def add(self, rows: pa.Table) -> None:
         self.table.add(rows.select(self.schema.names).cast(self.schema))
@@ -115,22 +139,12 @@ class Vectors:
         """Create the indexes the table has grown into; fold recent rows into them."""
         from lancedb.index import FTS, BTree, IvfHnswSq
 
-        indexed = {index.columns[0]: index.name for index in self.table.list_indices()}
         rows = self.count()
-        wanted: dict[str, FTS | BTree | IvfHnswSq] = (
-            {"text": FTS(), "search_text": FTS(), "memory_id": BTree()} if rows else {}
-        )
+        wanted: dict[str, FTS | BTree | IvfHnswSq] = {"text": FTS(), "memory_id": BTree()} if rows else {}
         if rows >= ANN_MIN_ROWS:
             wanted["vector"] = IvfHnswSq(distance_type="cosine")
-        for column, config in wanted.items():
-            if column not in indexed:
-                self.table.create_index(column, config=config)
-        if any(self._unindexed(name) >= _STALE_ROWS for name in indexed.values()):
-            self.table.optimize(cleanup_older_than=_KEEP_VERSIONS)
-
-    def _unindexed(self, index: str) -> int:
-        stats = self.table.index_stats(index)
-        return stats.num_unindexed_rows if stats else 0
+        _index(self.table, wanted)
+        _index(self.sessions, {"text": FTS(), "project": BTree()} if self.sessions.count_rows() else {})
 
     def manifest_published(self) -> bool:
         """Whether a readable manifest is there (a damaged one is published again)."""
@@ -154,15 +168,36 @@ class Vectors:
             query = query.where(where, prefilter=True)
         return query.limit(limit).to_arrow()
 
-    def matching(
-        self, text: str, limit: int = 10, where: str | None = None, column: str = "text"
-    ) -> pa.Table:
-        """The `limit` chunks whose `column` (text, or search_text: with the turn before) matches
-        `text` best by full text (BM25), among those `where` keeps."""
-        query = self.table.search(text, query_type="fts", fts_columns=column)
-        if where:
-            query = query.where(where, prefilter=True)
-        return query.limit(limit).to_arrow()
+    def matching(self, text: str, limit: int = 10, where: str | None = None) -> pa.Table:
+        """The `limit` chunks that match `text` best by full text (BM25), among those `where`
+        keeps; `_score` is their BM25 score."""
+        return _fulltext(self.table, text, limit, where)
+
+    def matching_sessions(self, text: str, limit: int = 10, where: str | None = None) -> pa.Table:
+        """The `limit` sessions whose whole conversation matches `text` best (BM25)."""
+        return _fulltext(self.sessions, text, limit, where)
+
+    def count_memories(self, where: str | None = None) -> int:
+        """How many memories (not chunks) `where` keeps."""
+        return self.table.count_rows(f"chunk = 0 AND ({where})" if where else "chunk = 0")
+
+    def first_chunks(self, where: str | None = None) -> pa.Table:
+        """memory_id, kind, session_id, ts and vector of the first chunk of each memory `where` keeps."""
+        query = self.table.search().where(f"chunk = 0 AND ({where})" if where else "chunk = 0")
+        return query.select(["memory_id", "kind", "session_id", "ts", "vector"]).limit(None).to_arrow()
+
+    def vectors_of(self, memory_ids: list[str]) -> dict[str, "Vector"]:
+        """Each memory's vector: the mean of its chunks', of norm 1."""
+        if not memory_ids:
+            return {}
+        rows = (
+            self.table.search()
+            .where(f"memory_id IN ({', '.join(map(string_literal, memory_ids))})")
+            .select(["memory_id", "vector"])
+            .limit(None)
+            .to_arrow()
+        )
+        return _memory_vectors(rows)
 
     def hybrid(self, text: str, vector: list[float], limit: int = 10) -> pa.Table:
         """The `limit` chunks that rank best by vector and by full text, fused by reciprocal rank."""
@@ -171,3 +206,45 @@ class Vectors:
         query = cast("LanceHybridQueryBuilder", self.table.search(query_type="hybrid"))
         query = query.vector(vector).text(text).distance_type("cosine").refine_factor(_REFINE)
         return query.rerank(RRFReranker()).limit(limit).to_arrow()
+
+
+def _fulltext(table: "Table", text: str, limit: int, where: str | None) -> pa.Table:
+    query = table.search(text, query_type="fts", fts_columns="text")
+    if where:
+        query = query.where(where, prefilter=True)
+    return query.limit(limit).to_arrow()
+
+
+def _delete(table: "Table", key: str, rows: list[tuple[str, str]], per_statement: int = 500) -> None:
+    """Delete the rows of these (key, content_hash) pairs."""
+    for start in range(0, len(rows), per_statement):
+        matches = " OR ".join(
+            f"({key} = {string_literal(k)} AND content_hash = {string_literal(h)})"
+            for k, h in rows[start : start + per_statement]
+        )
+        table.delete(matches)
+
+
+def _index(table: "Table", wanted: "dict[str, FTS | BTree | IvfHnswSq]") -> None:
+    """Create the indexes `table` lacks; fold the rows written since into them when many are."""
+    indexed = {index.columns[0]: index.name for index in table.list_indices()}
+    for column, config in wanted.items():
+        if column not in indexed:
+            table.create_index(column, config=config)
+    if any(_unindexed(table, name) >= _STALE_ROWS for name in indexed.values()):
+        table.optimize(cleanup_older_than=_KEEP_VERSIONS)
+
+
+def _unindexed(table: "Table", index: str) -> int:
+    stats = table.index_stats(index)
+    return stats.num_unindexed_rows if stats else 0
+
+
+def _memory_vectors(rows: pa.Table) -> dict[str, "Vector"]:
+    """memory_id -> the normalized mean of its chunks' vectors."""
+    ids = rows.column("memory_id").to_pylist()
+    matrix = rows.column("vector").combine_chunks().flatten().to_numpy().reshape(len(ids), -1)
+    sums: dict[str, Vector] = {}
+    for memory_id, vector in zip(ids, matrix, strict=True):
+        sums[memory_id] = sums[memory_id] + vector if memory_id in sums else vector.copy()
+    return {memory_id: total / max(float(np.linalg.norm(total)), 1e-12) for memory_id, total in sums.items()}

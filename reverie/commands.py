@@ -95,9 +95,11 @@ def _parser() -> argparse.ArgumentParser:
         "recall",
         help="ask memory: the memories that matter for QUERY, best first",
         description="Runs recall as the hooks do: task classification, 3 to 5 queries, four retrievers "
-        "(semantic, full text, graph, temporal) fused by reciprocal rank, then scored by relevance, "
-        "ACT-R activation, FSRS retrievability, recency and confidence. Asks the warm service "
-        "(`reverie serve`, run by `reverie up`) if it runs, else loads the model here (seconds).",
+        "(semantic, full text, graph, temporal) whose candidates are scored on every component (the model "
+        "on the memory and on the turns around it, BM25 on the memory and on its session, the graph), "
+        "fused by the sum of z-scores (or --fusion rrf), then weighed by ACT-R activation, FSRS "
+        "retrievability, recency and confidence. Asks the warm service (`reverie serve`, run by "
+        "`reverie up`) if it runs, else loads the model here (seconds).",
     )
     recall.add_argument("query", help="what to remember about")
     recall.add_argument("--limit", type=int, default=10, help="how many memories (default: 10)")
@@ -114,6 +116,12 @@ def _parser() -> argparse.ArgumentParser:
         "--category",
         choices=["stack", "context", "decisions", "errors", "patterns"],
         help="facts of one category",
+    )
+    recall.add_argument(
+        "--fusion",
+        choices=["zscore", "rrf"],
+        default="zscore",
+        help="how components make one score: the sum of their z-scores (default) or Reciprocal Rank Fusion",
     )
     recall.add_argument("--explain", action="store_true", help="every component of each score")
     recall.add_argument("--json", action="store_true", help="the whole recall as JSON")
@@ -163,6 +171,7 @@ def run(argv: list[str]) -> int:
             as_of=as_of,
             network=args.type,
             category=args.category,
+            fusion=args.fusion,
         )
         return recalling.recall(request, "json" if args.json else "table", args.explain)
     if args.command == "import":

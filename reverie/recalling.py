@@ -25,7 +25,7 @@ def recall(request: RecallRequest, fmt: str, explain: bool) -> int:
         return 0
     columns = ["#", "score", "kind", "when", "memory", "found by"]
     if explain:
-        columns[2:2] = ["relevance", "activation", "retrievability", "recency", "confidence"]
+        columns[2:2] = ["relevance", "components", "activation", "retrievability", "recency", "confidence"]
     rows = []
     for rank, r in enumerate(found.results, start=1):
         row = [
@@ -39,6 +39,7 @@ def recall(request: RecallRequest, fmt: str, explain: bool) -> int:
         if explain:
             row[2:2] = [
                 f"{r.relevance:.3f}",
+                " ".join(f"{name} {value:.2f}" for name, value in r.components.items()),
                 f"{r.activation:.2f}",
                 f"{r.retrievability:.3f}",
                 f"{r.recency:.3f}",

@@ -5,6 +5,7 @@ nothing), {"recall": {...}} for `reverie recall`, or {"error": "..."}.
 """
 
 from datetime import datetime
+from typing import Literal
 
 import msgspec
 
@@ -19,6 +20,7 @@ class RecallRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     as_of: datetime | None = None
     network: Network | None = None
     category: Category | None = None
+    fusion: Literal["zscore", "rrf"] = "zscore"  # sum of z-scores, or Reciprocal Rank Fusion
     # set by the hooks: answer with the context to inject for this hook event
     hook: str | None = None  # UserPromptSubmit, SessionStart
     transcript_bytes: int | None = None  # how full the context is

@@ -15,7 +15,7 @@ from ingest.context import context_for, hook_output
 from projections.embeddings import Encoder, load_encoder
 from projections.recall import context
 from projections.recall.memories import Memories
-from projections.recall.pipeline import Recaller
+from projections.recall.pipeline import Fusion, Recaller
 from schemas import events, kinds, memory
 from schemas.settings import Settings
 from tests.conftest import BIN
@@ -101,6 +101,13 @@ def texts(recaller: Recaller, prompt: str, limit: int = 3) -> list[str]:
 def test_an_exact_identifier_is_found_by_full_text(recaller: Recaller) -> None:
     [first] = recaller.recall("ERR_QUOTA_4711", now=NOW, limit=1).results
     assert "ERR_QUOTA_4711" in first.text and "fulltext" in first.sources
+
+
+def test_rank_fusion_is_an_option_and_finds_the_identifier_too(recaller: Recaller) -> None:
+    found = recaller.recall("ERR_QUOTA_4711", now=NOW, limit=3, fusion=Fusion(method="rrf")).results
+    [named] = [r for r in found if "ERR_QUOTA_4711" in r.text]
+    assert named.components["fulltext"] == pytest.approx(1 / 61, abs=1e-6)  # first of its ranking, k = 60
+    assert all(0 < value <= 1 / 61 for r in found for value in r.components.values())
 
 
 def test_an_answer_is_found_by_the_words_of_its_question(recaller: Recaller) -> None:
@@ -227,6 +234,16 @@ def test_recall_from_the_command_line(recaller: Recaller, env: dict[str, str]) -
     assert done.returncode == 0, done.stderr
     found = json.loads(done.stdout)
     assert found["results"][0]["text"] == "the deploy key rotates monthly" and len(found["results"]) <= 2
+    assert set(found["results"][0]["components"]) >= {"semantic", "semantic_before", "fulltext", "session"}
+    explained = subprocess.run(
+        [str(BIN), "recall", "deploy key", "--explain", "--fusion", "rrf", "--limit", "1"],
+        env={**env, "COLUMNS": "500"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert explained.returncode == 0, explained.stderr
+    assert "components" in explained.stdout and "fulltext 0.02" in explained.stdout  # 1/61 when ranked first
     bad = subprocess.run(
         [str(BIN), "recall", "x", "--as-of", "last tuesday"], env=env, capture_output=True, text=True
     )

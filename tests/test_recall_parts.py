@@ -1,12 +1,14 @@
-"""The pure parts of recall: task classification, queries, time windows, fusion, scoring."""
+"""The pure parts of recall: task classification, queries, time windows, fusion, baselines, scoring."""
 
 import math
 from datetime import UTC, datetime
 
+import numpy as np
 import pytest
 
 from projections.recall import scoring
-from projections.recall.fusion import fuse
+from projections.recall.baseline import Spread, sparse_z, views
+from projections.recall.fusion import reciprocal_ranks
 from projections.recall.tasks import classify, keywords, queries
 from projections.recall.timeframes import window
 
@@ -74,10 +76,9 @@ def test_no_window_when_no_time_is_named() -> None:
     assert window("may I ask how the hook works", NOW) is None
 
 
-def test_fusion_adds_weighted_reciprocal_ranks() -> None:
-    fused = fuse([(["a", "b", "c"], 1.0), (["c", "a"], 0.5)])
-    assert list(fused) == ["a", "c", "b"]
-    assert fused["a"] == pytest.approx(1 / 61 + 0.5 / 62)
+def test_reciprocal_ranks_follow_the_scores() -> None:
+    assert reciprocal_ranks({"b": 0.2, "a": 3.0, "c": -1.0}) == {"a": 1 / 61, "b": 1 / 62, "c": 1 / 63}
+    assert reciprocal_ranks({"a": 1.0, "b": 2.0, "c": 1.0}, k=0) == {"b": 1.0, "a": 1 / 2, "c": 1 / 2}
 
 
 def test_activation_grows_with_uses_and_fades_with_time() -> None:
@@ -108,3 +109,28 @@ def test_spaced_uses_make_memories_last() -> None:
 def test_recency_halves_in_about_two_months() -> None:
     assert scoring.recency(0) == 1.0
     assert scoring.recency(90 * math.log(2)) == pytest.approx(0.5)
+
+
+def test_the_spread_gives_the_z_scores_of_every_cosine_without_computing_them() -> None:
+    rng = np.random.default_rng(7)
+    vectors = rng.normal(size=(500, 16)).astype(np.float32)
+    query = rng.normal(size=16).astype(np.float32)
+    cosines = vectors @ query
+    exact = (cosines - cosines.mean()) / cosines.std()
+    assert Spread(vectors).z(query, vectors) == pytest.approx(exact, rel=1e-3, abs=1e-3)
+
+
+def test_sparse_z_counts_the_unscored_as_zero_and_sessions_as_their_turns() -> None:
+    z = sparse_z({"a": 3.0, "b": 1.0}, None, 4)  # as if scores (3, 1, 0, 0)
+    full = np.array([3.0, 1.0, 0.0, 0.0])
+    assert [z["a"], z["b"], z[""]] == pytest.approx(list((full[:3] - full.mean()) / full.std()))
+    by_turns = sparse_z({"s1": 2.0}, {"s1": 3}, 4)  # a session of 3 turns among 4: (2, 2, 2, 0)
+    assert by_turns["s1"] == pytest.approx((2 - 1.5) / np.std([2, 2, 2, 0]))
+
+
+def test_views_read_a_turn_with_its_neighbours() -> None:
+    vectors = np.eye(3, dtype=np.float32)
+    with_before, around = views(vectors, [-1, 0, 1], [1, 2, -1])
+    assert with_before[0] == pytest.approx([1, 0, 0])  # the first turn has none before it
+    assert with_before[2] == pytest.approx(np.array([0, 1, 1]) / math.sqrt(2))
+    assert around[1] == pytest.approx(np.ones(3) / math.sqrt(3))

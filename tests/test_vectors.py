@@ -114,6 +114,11 @@ def test_every_memory_has_its_vectors_and_every_vector_its_memory(
     }
     assert report.memories_added == len(expected) and report.finished
     assert memories_in_lancedb(embedder.vectors) == expected
+    with sql.connect(settings) as db:
+        sessions = set(rows(db, "SELECT session_id, content_hash FROM session_documents"))
+    held = embedder.vectors.held_sessions()
+    assert set(zip(held["session_id"].to_pylist(), held["content_hash"].to_pylist(), strict=True)) == sessions
+    assert sessions  # every session's conversation is searchable as a whole
     table = embedder.vectors.table.to_arrow()
     chunks: dict[str, list[int]] = {}
     for memory_id, number in zip(table["memory_id"].to_pylist(), table["chunk"].to_pylist(), strict=True):
@@ -169,12 +174,14 @@ def memory_texts(*memories: tuple[str, str, str]) -> duckdb.DuckDBPyConnection:
     db = duckdb.connect(":memory:")
     db.execute(
         "CREATE TABLE memories (memory_id VARCHAR, kind VARCHAR, project VARCHAR, session_id VARCHAR, "
-        "ts TIMESTAMPTZ, text VARCHAR, context VARCHAR)"
+        "ts TIMESTAMPTZ, text VARCHAR)"
     )
     db.execute("CREATE VIEW memory_documents AS SELECT *, sha256(text) AS content_hash FROM memories")
-    db.executemany(
-        "INSERT INTO memories VALUES (?, ?, NULL, NULL, NULL, ?, NULL)", [list(m) for m in memories]
+    db.execute(  # no sessions: these memories have none
+        "CREATE VIEW session_documents AS SELECT session_id, project, 0 AS turns, text, content_hash "
+        "FROM memory_documents WHERE false"
     )
+    db.executemany("INSERT INTO memories VALUES (?, ?, NULL, NULL, NULL, ?)", [list(m) for m in memories])
     return db
 
 
@@ -242,7 +249,7 @@ def test_a_large_table_gets_an_ann_index_and_still_finds_its_rows(
     ids, matrix = cached_memories(embedder, 600)
     assert embedder.sync(memory_texts(*((m, "prompt", f"text {m}") for m in ids))).chunks_encoded == 0
     indexed = {tuple(i.columns) for i in embedder.vectors.table.list_indices()}
-    assert {("vector",), ("text",), ("search_text",), ("memory_id",)} <= indexed
+    assert {("vector",), ("text",), ("memory_id",)} <= indexed
     assert embedder.vectors.nearest(matrix[123].tolist(), 1)["memory_id"].to_pylist() == ["m0123"]
 
 

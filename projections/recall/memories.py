@@ -57,20 +57,30 @@ LEFT JOIN opinions o ON o.opinion_id = m.memory_id
 LEFT JOIN episodes e ON e.episode_id = m.memory_id
 """
 
-# The turns just before and after each of these in their session (prompts and messages).
-_NEIGHBOURS = """
+# The two turns before and after each of these in their session (prompts and messages).
+_AROUND = """
 WITH sessions AS (
     SELECT DISTINCT session_id FROM memory_texts
     WHERE memory_id IN (SELECT unnest($ids::VARCHAR[])) AND kind IN ('prompt', 'message')
 ),
 turns AS (
-    SELECT memory_id, lag(memory_id) OVER w AS before, lead(memory_id) OVER w AS after
+    SELECT memory_id, lag(memory_id, 2) OVER w, lag(memory_id) OVER w, lead(memory_id) OVER w,
+        lead(memory_id, 2) OVER w
     FROM memory_texts WHERE session_id IN (SELECT session_id FROM sessions) AND kind IN ('prompt', 'message')
     WINDOW w AS (PARTITION BY session_id ORDER BY ts, memory_id)
 )
-SELECT memory_id, before, after FROM turns
-WHERE memory_id IN (SELECT unnest($ids::VARCHAR[]))
+SELECT * FROM turns WHERE memory_id IN (SELECT unnest($ids::VARCHAR[]))
 """
+
+
+class Around(msgspec.Struct, frozen=True):
+    """The turns around a conversation turn in its session (None at its ends)."""
+
+    two_before: str | None
+    before: str | None
+    after: str | None
+    two_after: str | None
+
 
 # Entities the prompt names, then breadth first along facts to depth 2; the facts met on the
 # way are the graph's memories, the nearer first.
@@ -156,12 +166,12 @@ class Memories:
         rows = self.db().execute(_FEATURES, {"ids": ids}).fetchall()
         return {row[0]: Features(*row) for row in rows}
 
-    def neighbours(self, ids: list[str]) -> dict[str, tuple[str | None, str | None]]:
-        """memory id -> the turns (before, after) it in its session, for conversation turns."""
+    def around(self, ids: list[str]) -> dict[str, Around]:
+        """The turns around each of these that is a conversation turn."""
         if not ids:
             return {}
-        rows = self.db().execute(_NEIGHBOURS, {"ids": ids}).fetchall()
-        return {memory_id: (before, after) for memory_id, before, after in rows}
+        rows = self.db().execute(_AROUND, {"ids": ids}).fetchall()
+        return {memory_id: Around(*others) for memory_id, *others in rows}
 
     def around_entities(self, text: str, words: list[str], limit: int) -> list[str]:
         params = {"text": text.lower(), "words": words, "limit": limit}

@@ -1,50 +1,69 @@
 """Recall: from a prompt to the memories that matter, each with why.
 
 1. Classify the task and generate 3 to 5 weighted queries (recall/tasks.py).
-2. Retrieve with four retrievers: semantic (LanceDB ANN over the embedded chunks), full text
-   (LanceDB BM25), graph (entities the prompt names, breadth first along facts to depth 2)
-   and temporal (the window a prompt names: "yesterday", "in March", a date).
-3. Fuse every (retriever, query) ranking with Reciprocal Rank Fusion, k = 60.
-4. Score: relevance (the fused score, scaled to the best) weighed by how strongly each memory
-   comes to mind (ACT-R activation, FSRS retrievability, recency) and by its confidence
-   (recall/scoring.py). Facts superseded, ended or forgotten are left out, unless `as_of`
-   asks about a time when they held.
+2. Gather candidates with four retrievers: semantic (LanceDB ANN over the embedded chunks),
+   full text (LanceDB BM25 over the memories, and over whole sessions), graph (the entities the
+   prompt names, breadth first along facts to depth 2) and temporal (the best matches among the
+   memories of a time the prompt names: "yesterday", "in March", a date); then the turns just
+   before and after each conversation turn found.
+3. Score every candidate on every component: the model's cosine with the memory alone, with the
+   turn before it, and with the turns either side; BM25 of the memory, and of its whole session;
+   found by the graph. Fuse them: by default the sum of their z-scores (recall/baseline.py),
+   or Reciprocal Rank Fusion (k = 60) as an option; each turn then takes a share of the turns
+   either side (z-scores only: ranks have no size to share), and the memories of the time the
+   prompt names come first.
+4. Weigh the fused relevance by how strongly each memory comes to mind (ACT-R activation, FSRS
+   retrievability, recency) and by its confidence (recall/scoring.py). Facts superseded, ended
+   or forgotten are left out, unless `as_of` asks about a time when they held.
 """
 
 import math
+import threading
+from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
+from typing import Literal
 
 import msgspec
+import numpy as np
 import pyarrow as pa
 
 from projections.embeddings import Encoder
 from projections.literals import string_literal
 from projections.recall import scoring
-from projections.recall.fusion import fuse
-from projections.recall.memories import Features, Memories
-from projections.recall.tasks import Query, Task, classify, identifiers, keywords, queries
+from projections.recall.baseline import Baseline, sparse_z, views
+from projections.recall.fusion import reciprocal_ranks
+from projections.recall.memories import Around, Features, Memories
+from projections.recall.tasks import Query, Task, classify, keywords, queries
 from projections.recall.timeframes import Window, window
-from projections.vectors import Vectors
+from projections.vectors import Vector, Vectors
 from schemas.memory import Category, Network
 from schemas.recall import RecallRequest
 
+Sides = tuple[str | None, str | None]  # the turns before and after a turn
+COMPONENTS = ("semantic", "semantic_before", "semantic_around", "fulltext", "session", "graph")
 
-class RetrieverWeights(msgspec.Struct, frozen=True):
-    """How much each retriever's ranking counts in the fusion.
 
-    Full text reads each turn with the one before it, the model reads one turn; on LoCoMo's
-    development conversations the model's ranking is worth less than half of full text's, and
-    a time the prompt names narrows the field more than either.
+class Fusion(msgspec.Struct, frozen=True):
+    """How the components of a memory's relevance make one score.
+
+    Each weight multiplies a component's z-score ("zscore") or its reciprocal rank ("rrf").
+    The defaults were measured on LoCoMo's development split (benchmarks/locomo.py); every
+    component counts: leaving any one out costs 2 to 8 points of R@5.
     """
 
-    semantic: float = 0.4
-    fulltext: float = 1.0
-    graph: float = 0.7
-    temporal: float = 1.5
+    method: Literal["zscore", "rrf"] = "zscore"
+    semantic: float = 1.0  # the model, on the memory alone
+    semantic_before: float = 1.0  # ... on a turn read with the one before it
+    semantic_around: float = 1.0  # ... on a turn read with the turns either side
+    fulltext: float = 1.0  # BM25 on the memory
+    session: float = 1.0  # BM25 on the memory's whole session
+    graph: float = 1.0  # found along the entities the prompt names
+    neighbour_share: float = 0.2  # of each turn's score, added to the turns either side
+    timeframe: float = 10.0  # added to the memories of the time the prompt names: in z units, first
+    k: int = 60  # Reciprocal Rank Fusion's
 
 
-DEFAULT_WEIGHTS = RetrieverWeights()
-NEIGHBOUR_SHARE = 0.2
+DEFAULT_FUSION = Fusion()
 
 
 class Scored(msgspec.Struct, frozen=True):
@@ -63,7 +82,8 @@ class Scored(msgspec.Struct, frozen=True):
     retrievability: float
     recency: float
     confidence: float
-    sources: list[str]  # the retrievers that found it
+    sources: list[str]  # the retrievers that found it ("neighbour": next to one they found)
+    components: dict[str, float]  # each component's z-score (or reciprocal rank)
 
 
 class Recall(msgspec.Struct, frozen=True):
@@ -74,6 +94,17 @@ class Recall(msgspec.Struct, frozen=True):
     results: list[Scored]
 
 
+class Candidates(msgspec.Struct):
+    """What the retrievers found, before scoring."""
+
+    found: dict[str, list[str]]  # memory id -> the retrievers that found it
+    fulltext: list[tuple[dict[str, float], float]]  # per query: BM25 score per memory, query weight
+    sessions: dict[str, float]  # session id -> BM25 score of its whole conversation
+    session_turns: dict[str, int]
+    graph: list[str]
+    in_window: set[str]
+
+
 class Recaller:
     """Everything recall needs, loaded once: the model, the vectors, the projections."""
 
@@ -82,14 +113,16 @@ class Recaller:
         encoder: Encoder,
         vectors: Vectors,
         memories: Memories,
-        weights: RetrieverWeights = DEFAULT_WEIGHTS,
-        depth: int = 50,
+        fusion: Fusion = DEFAULT_FUSION,
+        depth: int = 100,
     ) -> None:
         self.encoder = encoder
         self.vectors = vectors
         self.memories = memories
-        self.weights = weights
+        self.fusion = fusion
         self.depth = depth  # candidates each retriever hands to fusion
+        self._baselines: dict[str | None, Baseline] = {}
+        self._baseline_lock = threading.Lock()
 
     def recall(
         self,
@@ -100,26 +133,35 @@ class Recaller:
         as_of: datetime | None = None,
         network: Network | None = None,
         category: Category | None = None,
+        fusion: Fusion | None = None,
         now: datetime | None = None,
     ) -> Recall:
         now = now or datetime.now(UTC)
+        fusion = fusion or self.fusion
         task = classify(prompt)
         asked = queries(prompt, task)
         span = window(prompt, as_of or now)
-        rankings = self._retrieve(prompt, asked, span, project, as_of)
-        fused = self._with_neighbours(fuse([(ranking, weight) for ranking, weight, _ in rankings]))
-        sources: dict[str, list[str]] = {}
-        for ranking, _, name in rankings:
-            for memory_id in ranking:
-                sources.setdefault(memory_id, [])
-                if name not in sources[memory_id]:
-                    sources[memory_id].append(name)
-        features = self.memories.features(list(fused))
-        best = max(fused.values(), default=1.0)
+        query = self.encoder.encode([asked[0].text])[0]
+        candidates = self._candidates(prompt, query, asked, span, project, as_of)
+        sides = _sides(self.memories.around(list(candidates.found)))
+        ids = list(dict.fromkeys([*candidates.found, *sides]))
+        features = self.memories.features(ids)
+        ids = [m for m in ids if m in features]
+        components = self._components(query, ids, sides, features, candidates, project)
+        if fusion.method == "rrf":
+            components = {name: reciprocal_ranks(values, fusion.k) for name, values in components.items()}
+        fused = _fuse(fusion, ids, components, sides, candidates.in_window)
+        high, low = max(fused.values(), default=1.0), min(fused.values(), default=0.0)
         scored = [
-            _score(features[m], rrf / best, sources.get(m, ["neighbour"]), now)
-            for m, rrf in fused.items()
-            if m in features and _admitted(features[m], as_of, now, network, category)
+            _score(
+                features[m],
+                (fused[m] - low) / (high - low) if high > low else 1.0,
+                candidates.found.get(m, ["neighbour"]),
+                {name: round(float(values[m]), 6) for name, values in components.items() if m in values},
+                now,
+            )
+            for m in ids
+            if _admitted(features[m], as_of, now, network, category)
         ]
         scored.sort(key=lambda s: -s.score)
         return Recall(prompt, task, asked, span, scored[:limit])
@@ -133,46 +175,144 @@ class Recaller:
             as_of=request.as_of,
             network=request.network,
             category=request.category,
+            fusion=msgspec.structs.replace(self.fusion, method=request.fusion),
         )
 
-    def _with_neighbours(self, fused: dict[str, float]) -> dict[str, float]:
-        """Turns no retriever found take a share of the found turns around them: an answer sits
-        next to its question, and a turn between two relevant ones is likely relevant too."""
-        around = self.memories.neighbours(list(fused))
-        smoothed = dict(fused)
-        for memory_id, (before, after) in around.items():
-            for neighbour in (before, after):
-                if neighbour is not None and neighbour not in fused:  # found already: ranked on its own
-                    smoothed[neighbour] = smoothed.get(neighbour, 0.0) + NEIGHBOUR_SHARE * fused[memory_id]
-        return dict(sorted(smoothed.items(), key=lambda pair: -pair[1]))
-
-    def _retrieve(
+    def _candidates(
         self,
         prompt: str,
+        query: Vector,
         asked: list[Query],
         span: Window | None,
         project: str | None,
         as_of: datetime | None,
-    ) -> list[tuple[list[str], float, str]]:
+    ) -> Candidates:
         where = _where(project, as_of)
-        # the model reads the prompt itself (the other queries only reword it: measured, they add
-        # nothing to the semantic ranking but time); full text reads each turn with the one before
-        # it, but identifiers are looked up in the turns alone (the turn that names one first)
-        vector = self.encoder.encode([asked[0].text])[0].tolist()
-        semantic = self.vectors.nearest(vector, self.depth, where)
-        found = [(_memories(semantic), self.weights.semantic, "semantic")]
-        for query in asked:
-            column = "text" if identifiers(query.text) else "search_text"
-            fulltext = self.vectors.matching(query.text, self.depth, where, column)
-            found.append((_memories(fulltext), self.weights.fulltext * query.weight, "fulltext"))
-        if graph := self.memories.around_entities(prompt, keywords(prompt), self.depth):
-            found.append((graph, self.weights.graph, "graph"))
+        found: dict[str, list[str]] = {}
+        semantic = self.vectors.nearest(query.tolist(), self.depth, where)
+        _note(found, _memories(semantic), "semantic")
+        fulltext = []
+        for asking in asked:
+            matches = _best_scores(self.vectors.matching(asking.text, self.depth, where), "memory_id")
+            _note(found, matches, "fulltext")
+            fulltext.append((matches, asking.weight))
+        sessions = self.vectors.matching_sessions(prompt, self.depth, _where(project, None))
+        graph = self.memories.around_entities(prompt, keywords(prompt), self.depth)
+        _note(found, graph, "graph")
+        in_window: set[str] = set()
         if span:  # the best matches among the memories of that time
             inside = _where(project, as_of, _recorded_about(span))
-            ranked = _memories(self.vectors.nearest(vector, self.depth, inside))
-            ranked += _memories(self.vectors.matching(asked[0].text, self.depth, inside))
-            found.append((list(dict.fromkeys(ranked)), self.weights.temporal, "temporal"))
-        return found
+            in_window.update(_memories(self.vectors.nearest(query.tolist(), self.depth, inside)))
+            in_window.update(_memories(self.vectors.matching(prompt, self.depth, inside)))
+            _note(found, sorted(in_window), "temporal")
+        return Candidates(
+            found,
+            fulltext,
+            _best_scores(sessions, "session_id"),
+            dict(
+                zip(
+                    sessions.column("session_id").to_pylist(),
+                    sessions.column("turns").to_pylist(),
+                    strict=True,
+                )
+            ),
+            graph,
+            in_window,
+        )
+
+    def _components(
+        self,
+        query: Vector,
+        ids: list[str],
+        sides: dict[str, Sides],
+        features: dict[str, Features],
+        candidates: Candidates,
+        project: str | None,
+    ) -> dict[str, dict[str, float]]:
+        """Each component's value for each candidate (z-scores, but for the graph: 1 if found)."""
+        baseline = self.baseline(project)
+        extra = [t for m in ids for t in sides.get(m, ()) if t and t not in features]
+        vectors = self.vectors.vectors_of(list(dict.fromkeys([*ids, *extra])))
+        rows = list(vectors)
+        row = {m: i for i, m in enumerate(rows)}
+        matrix = np.stack(list(vectors.values())) if rows else np.zeros((0, self.vectors.dim), np.float32)
+        before, after = ([row.get(sides.get(m, (None, None))[i] or "", -1) for m in rows] for i in (0, 1))
+        with_before, both_sides = views(matrix, before, after)
+        scored = [m for m in ids if m in row]
+        picked = [row[m] for m in scored]
+        values: dict[str, dict[str, float]] = {}
+        for name, spread, readings in (
+            ("semantic", baseline.semantic, matrix),
+            ("semantic_before", baseline.semantic_before, with_before),
+            ("semantic_around", baseline.semantic_around, both_sides),
+        ):
+            values[name] = dict(zip(scored, spread.z(query, readings[picked]).tolist(), strict=True))
+        total_weight = sum(weight for _, weight in candidates.fulltext) or 1.0
+        per_query = [(sparse_z(scores, None, baseline.memories), w) for scores, w in candidates.fulltext]
+        values["fulltext"] = {m: sum(w * z.get(m, z[""]) for z, w in per_query) / total_weight for m in ids}
+        sessions = sparse_z(candidates.sessions, candidates.session_turns, baseline.memories)
+        values["session"] = {m: sessions.get(features[m].session_id or "", sessions[""]) for m in ids}
+        values["graph"] = {m: 1.0 for m in candidates.graph if m in features}
+        return values
+
+    def baseline(self, project: str | None) -> Baseline:
+        """The spread of the scores of the memories in scope, kept until they grow by a tenth."""
+        with self._baseline_lock:
+            where = _where(project, None)
+            known = self._baselines.get(project)
+            count = self.vectors.count_memories(where)
+            if known is None or abs(count - known.memories) * 10 > known.memories:
+                known = self._baselines[project] = Baseline(self.vectors.first_chunks(where))
+            return known
+
+
+def _fuse(
+    fusion: Fusion,
+    ids: list[str],
+    components: dict[str, dict[str, float]],
+    sides: dict[str, Sides],
+    in_window: set[str],
+) -> dict[str, float]:
+    weights = msgspec.structs.asdict(fusion)
+    relevance = {
+        m: sum(weights[name] * values.get(m, 0.0) for name, values in components.items()) for m in ids
+    }
+    if fusion.method == "rrf":  # ranks have no size to share, and the window comes first
+        boost = fusion.timeframe * max(relevance.values(), default=0.0)
+        return {m: r + (boost if m in in_window else 0.0) for m, r in relevance.items()}
+    share = fusion.neighbour_share
+    return {
+        m: relevance[m]
+        + share * sum(relevance.get(t or "", 0.0) for t in sides.get(m, ()))
+        + (fusion.timeframe if m in in_window else 0.0)
+        for m in ids
+    }
+
+
+def _sides(around: dict[str, Around]) -> dict[str, Sides]:
+    """The turns either side of each turn found, and of the turns next to them."""
+    sides = {m: (a.before, a.after) for m, a in around.items()}
+    for m, a in around.items():
+        if a.before:
+            sides.setdefault(a.before, (a.two_before, m))
+        if a.after:
+            sides.setdefault(a.after, (m, a.two_after))
+    return sides
+
+
+def _note(found: dict[str, list[str]], ids: Iterable[str], retriever: str) -> None:
+    for memory_id in ids:
+        sources = found.setdefault(memory_id, [])
+        if retriever not in sources:
+            sources.append(retriever)
+
+
+def _best_scores(rows: pa.Table, key: str) -> dict[str, float]:
+    """BM25 results -> each key's best `_score`."""
+    best: dict[str, float] = {}
+    for k, score in zip(rows.column(key).to_pylist(), rows.column("_score").to_pylist(), strict=True):
+        best[k] = max(best.get(k, 0.0), score)
+    return best
 
 
 def _recorded_about(span: Window) -> Window:
@@ -223,7 +363,9 @@ def _admitted(
     return known and began and not ended and not forgotten and not superseded
 
 
-def _score(memory: Features, relevance: float, sources: list[str], now: datetime) -> Scored:
+def _score(
+    memory: Features, relevance: float, sources: list[str], components: dict[str, float], now: datetime
+) -> Scored:
     moments = [m for m in [memory.ts, *memory.uses] if m is not None and m <= now]
     ages = [(now - m).total_seconds() for m in moments]
     activation = scoring.base_level(ages, memory.emotional) if ages else -math.inf
@@ -247,4 +389,5 @@ def _score(memory: Features, relevance: float, sources: list[str], now: datetime
         round(recency, 6),
         memory.confidence,
         sources,
+        components,
     )

@@ -1,0 +1,193 @@
+"""Recall latency through the warm service, and the whole UserPromptSubmit hook, at N memories.
+
+Starts a stack (`reverie up`) on a scratch data directory and sends N UserPromptSubmit events
+through the real ingest path: LoCoMo dialog turns, 20 to a session, each numbered so every
+text is distinct. Embedding N texts would take the model N / 150 seconds here, so the
+embedding cache is filled first with the real vector of each turn moved by a little Gaussian
+noise (as benchmarks/vector_search.py does): the embedder then takes every vector from the
+cache, and indexes, folds and publishes as it always does. Once every memory is embedded, it
+times LoCoMo questions asked of the service over its socket (`reverie recall`'s request), then
+the whole `reverie hook UserPromptSubmit` process, which asks the service and prints the
+context to inject. Prints one JSON line per size.
+
+    python benchmarks/recall_latency.py [--memories 10000 100000] [--queries 200]
+"""
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+
+from benchmarks.common import locomo_questions, locomo_turns  # noqa: E402
+from benchmarks.hook_latency import compile_bytecode, percentile  # noqa: E402
+from benchmarks.locomo import embedded_turns  # noqa: E402
+from benchmarks.vector_search import NOISE  # noqa: E402
+from ingest.context import ask  # noqa: E402
+from ingest.envelope import encode_event  # noqa: E402
+from ingest.project import project_key  # noqa: E402
+from projections.chunking import chunk  # noqa: E402
+from projections.embeddings import EmbeddingCache, content_hash, load_encoder  # noqa: E402
+from projections.vectors import vectors_root  # noqa: E402
+from schemas.ids import derived_event_id  # noqa: E402
+from schemas.kinds import HOOK_KINDS, SOURCE_IMPORT  # noqa: E402
+from schemas.settings import Settings  # noqa: E402
+from workers.dispatcher import append_to_stream  # noqa: E402
+from workers.embedding import CACHE  # noqa: E402
+from workers.redis_client import connect  # noqa: E402
+from workers.status import stack_status  # noqa: E402
+
+PROJECT_DIR = "/bench"
+PROJECT = project_key(PROJECT_DIR)  # the hook's, from CLAUDE_PROJECT_DIR
+TURNS_PER_SESSION = 20
+
+
+def memories(n: int) -> list[str]:
+    turns = locomo_turns()
+    return [f"{turns[i % len(turns)]} ({i // len(turns)})" for i in range(n)]
+
+
+def fill_cache(settings: Settings, texts: list[str], seed: int = 7) -> None:
+    """The embedding cache, holding a vector for every text: its turn's, moved by noise."""
+    encoder = load_encoder(settings.embedding_model)
+    turns = locomo_turns()
+    real = encoder.encode(turns)
+    rng = np.random.default_rng(seed)
+    vectors = real[np.arange(len(texts)) % len(turns)] + rng.normal(
+        scale=NOISE, size=(len(texts), encoder.dim)
+    )
+    vectors = (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
+    assert all(chunk(t) == [t] for t in texts), "every memory is one chunk"
+    os.makedirs(vectors_root(settings.projections_dir), exist_ok=True)
+    cache = EmbeddingCache(os.path.join(vectors_root(settings.projections_dir), CACHE))
+    try:
+        cache.put(settings.embedding_model, [content_hash(t) for t in texts], vectors)
+    finally:
+        cache.close()
+
+
+def events(texts: list[str]) -> tuple[list[bytes], set[str]]:
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    encoded, ids = [], set()
+    for i, text in enumerate(texts):
+        at = start + timedelta(minutes=i)
+        event_id = derived_event_id(int(at.timestamp() * 1000), PROJECT, str(i))
+        stamp = at.isoformat().replace("+00:00", "Z")
+        payload = {
+            "hook_event_name": "UserPromptSubmit",
+            "session_id": f"s{i // TURNS_PER_SESSION:06d}",
+            "prompt": text,
+        }
+        encoded.append(
+            encode_event(
+                HOOK_KINDS["UserPromptSubmit"],
+                payload,
+                event_id=event_id,
+                ts=stamp,
+                recorded_at=stamp,
+                project=PROJECT,
+                source=SOURCE_IMPORT,
+            )
+        )
+        ids.add(event_id)
+    return encoded, ids
+
+
+def wait_for(condition: str, check: object, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not check():  # type: ignore[operator]
+        if time.monotonic() > deadline:
+            raise TimeoutError(condition)
+        time.sleep(0.5)
+
+
+def measure(n: int, queries: list[str], reverie: str) -> dict[str, object]:
+    home = tempfile.mkdtemp(prefix="rv-recall-")
+    settings = Settings(home)
+    env = {k: v for k, v in os.environ.items() if k != "REDIS_URL"} | {"REVERIE_HOME": home}
+    texts = memories(n)
+    fill_cache(settings, texts)
+    stack = subprocess.Popen([reverie, "up"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for("the stack is up", lambda: (s := stack_status(settings)).reachable and s.dispatchers, 60)
+        encoded, ids = events(texts)
+        started = time.perf_counter()
+        client = connect(settings)
+        for start in range(0, len(encoded), 5_000):
+            append_to_stream(client, encoded[start : start + 5_000])
+        wait_for("every memory is embedded", lambda: ids <= embedded_turns(settings), 3_600)
+        ingested_s = time.perf_counter() - started
+        wait_for("the recall service listens", lambda: os.path.exists(settings.recall_socket_path), 300)
+        service = _service_times(settings, queries)
+        hook = _hook_times(reverie, env, queries[: max(len(queries) // 4, 20)])
+    finally:
+        stack.terminate()
+        stack.wait(120)
+        shutil.rmtree(home, ignore_errors=True)
+    return {
+        "benchmark": "recall_latency",
+        "memories": n,
+        "queries": len(queries),
+        "ingested_and_embedded_s": round(ingested_s, 1),
+        "service_p50_ms": round(statistics.median(service), 1),
+        "service_p95_ms": round(percentile(service, 0.95), 1),
+        "hook_runs": len(hook),
+        "hook_p50_ms": round(statistics.median(hook), 1),
+        "hook_p95_ms": round(percentile(hook, 0.95), 1),
+    }
+
+
+def _service_times(settings: Settings, queries: list[str]) -> list[float]:
+    request = {"prompt": queries[0], "project": PROJECT, "limit": 10}
+    for _ in range(3):  # the first answers load the baseline and warm the caches
+        ask(settings.recall_socket_path, request, 120)
+    times = []
+    for query in queries:
+        began = time.perf_counter()
+        answer = ask(settings.recall_socket_path, request | {"prompt": query}, 30)
+        times.append((time.perf_counter() - began) * 1000)
+        assert answer.get("recall", {}).get("results"), answer
+    return times
+
+
+def _hook_times(reverie: str, env: dict[str, str], queries: list[str]) -> list[float]:
+    hook_env = env | {"CLAUDE_PROJECT_DIR": PROJECT_DIR}
+    times = []
+    for query in queries:
+        payload = json.dumps({"hook_event_name": "UserPromptSubmit", "session_id": "bench", "prompt": query})
+        began = time.perf_counter()
+        done = subprocess.run(
+            [reverie, "hook", "UserPromptSubmit"], input=payload.encode(), env=hook_env, capture_output=True
+        )
+        times.append((time.perf_counter() - began) * 1000)
+        assert done.returncode == 0 and b"additionalContext" in done.stdout, done.stdout[:200]
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--memories", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--queries", type=int, default=200)
+    args = parser.parse_args()
+    reverie = shutil.which("reverie", path=os.path.dirname(sys.executable))
+    assert reverie, "reverie is not installed beside this python"
+    compile_bytecode()
+    queries = locomo_questions()[: args.queries]
+    for n in args.memories:
+        print(json.dumps(measure(n, queries, reverie)), flush=True)
+
+
+if __name__ == "__main__":
+    main()
