@@ -50,8 +50,11 @@ ANN_MIN_ROWS = 10_000
 _STALE_ROWS = 5_000
 # The ANN index compares quantized vectors; re-ranking 10x the candidates with the full ones
 # raises its recall@10 against flat search from 0.76 to 0.97 for 1.5 ms at 100k chunks
-# (benchmarks/vector_search.py).
+# (benchmarks/vector_search.py). Longer lists re-rank about 100 candidates, at least twice theirs.
 _REFINE = 10
+# How stale a reader's view of the tables may be: the recall service sees what the embedder
+# wrote within this (LanceDB's default is never).
+_FRESH = timedelta(seconds=1)
 # Old LanceDB versions a reader may still be reading are kept this long.
 _KEEP_VERSIONS = timedelta(minutes=10)
 
@@ -106,7 +109,7 @@ class Vectors:
         self.path = path
         self.dim = dim
         self.schema = row_schema(dim)
-        db = lancedb.connect(path)
+        db = lancedb.connect(path, read_consistency_interval=_FRESH)
         self.table: Table = db.create_table(TABLE, schema=self.schema, exist_ok=True)
         self.sessions: Table = db.create_table(SESSIONS, schema=SESSION_SCHEMA, exist_ok=True)
 
@@ -163,7 +166,7 @@ class Vectors:
     def nearest(self, vector: list[float], limit: int = 10, where: str | None = None) -> pa.Table:
         """The `limit` chunks closest to `vector` (cosine), among those `where` keeps."""
         query = cast("LanceVectorQueryBuilder", self.table.search(vector))
-        query = query.distance_type("cosine").refine_factor(_REFINE)
+        query = query.distance_type("cosine").refine_factor(max(2, _REFINE * 10 // max(limit, 1)))
         if where:
             query = query.where(where, prefilter=True)
         return query.limit(limit).to_arrow()
@@ -186,18 +189,19 @@ class Vectors:
         query = self.table.search().where(f"chunk = 0 AND ({where})" if where else "chunk = 0")
         return query.select(["memory_id", "kind", "session_id", "ts", "vector"]).limit(None).to_arrow()
 
-    def vectors_of(self, memory_ids: list[str]) -> dict[str, "Vector"]:
-        """Each memory's vector: the mean of its chunks', of norm 1."""
+    def vectors_of(self, memory_ids: list[str]) -> tuple[dict[str, "Vector"], dict[str, str | None]]:
+        """Each memory's vector (the mean of its chunks', of norm 1), and its session."""
         if not memory_ids:
-            return {}
+            return {}, {}
         rows = (
             self.table.search()
             .where(f"memory_id IN ({', '.join(map(string_literal, memory_ids))})")
-            .select(["memory_id", "vector"])
+            .select(["memory_id", "session_id", "vector"])
             .limit(None)
             .to_arrow()
         )
-        return _memory_vectors(rows)
+        sessions = dict(zip(rows["memory_id"].to_pylist(), rows["session_id"].to_pylist(), strict=True))
+        return _memory_vectors(rows), sessions
 
     def hybrid(self, text: str, vector: list[float], limit: int = 10) -> pa.Table:
         """The `limit` chunks that rank best by vector and by full text, fused by reciprocal rank."""
@@ -240,10 +244,17 @@ def _unindexed(table: "Table", index: str) -> int:
     return stats.num_unindexed_rows if stats else 0
 
 
+def vector_matrix(rows: pa.Table) -> npt.NDArray[np.float32]:
+    """The `vector` column of `rows` as a matrix, a row each."""
+    dim = rows.schema.field("vector").type.list_size
+    flat = rows.column("vector").combine_chunks().flatten().to_numpy()
+    return np.asarray(flat, dtype=np.float32).reshape(rows.num_rows, dim)
+
+
 def _memory_vectors(rows: pa.Table) -> dict[str, "Vector"]:
     """memory_id -> the normalized mean of its chunks' vectors."""
     ids = rows.column("memory_id").to_pylist()
-    matrix = rows.column("vector").combine_chunks().flatten().to_numpy().reshape(len(ids), -1)
+    matrix = vector_matrix(rows)
     sums: dict[str, Vector] = {}
     for memory_id, vector in zip(ids, matrix, strict=True):
         sums[memory_id] = sums[memory_id] + vector if memory_id in sums else vector.copy()

@@ -31,6 +31,7 @@ from workers.dispatcher import append_to_stream
 from workers.redis_client import connect
 
 log = structlog.get_logger("reverie.recall")
+_REFRESH_S = 1.0  # how often the service looks for a newer snapshot
 _decode = msgspec.json.Decoder(RecallRequest)
 _encode = msgspec.json.Encoder()
 
@@ -52,6 +53,17 @@ class RecallService:
             level = context.pressure(request.transcript_bytes)
             return {"context": context.render(found.results, context.budget(level, request.transcript_bytes))}
         return {"recall": found}
+
+    def refresh(self) -> None:
+        """Read the latest snapshot from the next recall on: opened and warmed first, swapped
+        in between two recalls."""
+        try:
+            if opened := self.recaller.memories.newer():
+                with self.lock:
+                    self.recaller.memories.swap(opened)
+            self.recaller.refresh_baselines()  # LanceDB alone: recalls go on meanwhile
+        except Exception:
+            log.exception("recall.refresh_failed")  # the next tick tries again
 
     def _session_start(self, request: RecallRequest) -> str:
         continuity = self.recaller.memories.continuity(request.project, request.session_id)
@@ -108,15 +120,15 @@ class _Server(socketserver.ThreadingUnixStreamServer):
         super().__init__(path, _Handler)
 
 
-def open_recaller(settings: Settings) -> Recaller:
+def open_recaller(settings: Settings, follow: bool = True) -> Recaller:
     encoder = load_encoder(settings.embedding_model)
     vectors = Vectors(vectors_path(settings.projections_dir, settings.embedding_model), encoder.dim)
-    return Recaller(encoder, vectors, Memories(settings))
+    return Recaller(encoder, vectors, Memories(settings, follow))
 
 
 def run_recall_service(settings: Settings, stop: threading.Event) -> None:
     """Serve recall on the settings' socket until `stop` is set."""
-    service = RecallService(settings, open_recaller(settings))
+    service = RecallService(settings, open_recaller(settings, follow=False))
     path = settings.recall_socket_path
     if os.path.exists(path):
         os.unlink(path)  # a socket left by a crash (the supervisor runs one service per data directory)
@@ -129,7 +141,8 @@ def run_recall_service(settings: Settings, stop: threading.Event) -> None:
     thread.start()
     log.info("recall.serving", socket=path)
     try:
-        stop.wait()
+        while not stop.wait(_REFRESH_S):
+            service.refresh()
     finally:
         server.shutdown()
         server.server_close()

@@ -17,6 +17,8 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
+from projections.vectors import vector_matrix
+
 CONVERSATION = ("prompt", "message")  # the kinds of memory that are turns of a session
 Vector = npt.NDArray[np.float32]
 Matrix = npt.NDArray[np.float32]
@@ -81,7 +83,7 @@ class Baseline:
         """`rows`: memory_id, kind, session_id, ts, vector of each memory's first chunk."""
         rows = rows.sort_by([("session_id", "ascending"), ("ts", "ascending"), ("memory_id", "ascending")])
         self.memories = rows.num_rows
-        vectors = rows.column("vector").combine_chunks().flatten().to_numpy().reshape(rows.num_rows, -1)
+        vectors = vector_matrix(rows)
         before, after = _turn_neighbours(
             rows.column("kind").to_pylist(), rows.column("session_id").to_pylist()
         )

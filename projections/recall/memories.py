@@ -34,15 +34,12 @@ class Features(msgspec.Struct, frozen=True):
     superseded_by: str | None = None
 
 
-_FEATURES = """
-WITH wanted AS (SELECT unnest($ids::VARCHAR[]) AS memory_id),
-uses AS (
-    SELECT memory_id, activated_at AS used_at FROM activation_log
-    WHERE memory_id IN (SELECT memory_id FROM wanted)
-)
+# Built once per snapshot, off the request path (`Memories.newer`): what scoring needs of every
+# memory, and the two turns before and after each conversation turn in its session.
+_RECALL_TABLES = """
+CREATE TEMP TABLE recall_features AS
 SELECT m.memory_id, m.kind, m.text, m.ts, m.project, m.session_id,
     coalesce(f.confidence, o.confidence, 1.0) AS confidence,
-    coalesce((SELECT list(used_at ORDER BY used_at) FROM uses u WHERE u.memory_id = m.memory_id), []) AS uses,
     coalesce(e.outcome = 'failure' OR e.emotional_weight > 1, false)
         OR EXISTS (SELECT 1 FROM signals s WHERE s.subject = m.memory_id AND s.signal = 'correction')
         AS emotional,
@@ -51,26 +48,27 @@ SELECT m.memory_id, m.kind, m.text, m.ts, m.project, m.session_id,
     f.category, f.memory_type,
     f.valid_at, f.invalid_at, f.expired_at, f.created_at, f.superseded_by
 FROM memory_texts m
-JOIN wanted USING (memory_id)
 LEFT JOIN facts f ON f.fact_id = m.memory_id
 LEFT JOIN opinions o ON o.opinion_id = m.memory_id
-LEFT JOIN episodes e ON e.episode_id = m.memory_id
+LEFT JOIN episodes e ON e.episode_id = m.memory_id;
+
+CREATE TEMP TABLE recall_turns AS
+SELECT memory_id, lag(memory_id, 2) OVER w AS two_before, lag(memory_id) OVER w AS before,
+    lead(memory_id) OVER w AS after, lead(memory_id, 2) OVER w AS two_after
+FROM memory_texts WHERE kind IN ('prompt', 'message') AND session_id IS NOT NULL
+WINDOW w AS (PARTITION BY session_id ORDER BY ts, memory_id);
 """
 
-# The two turns before and after each of these in their session (prompts and messages).
-_AROUND = """
-WITH sessions AS (
-    SELECT DISTINCT session_id FROM memory_texts
-    WHERE memory_id IN (SELECT unnest($ids::VARCHAR[])) AND kind IN ('prompt', 'message')
-),
-turns AS (
-    SELECT memory_id, lag(memory_id, 2) OVER w, lag(memory_id) OVER w, lead(memory_id) OVER w,
-        lead(memory_id, 2) OVER w
-    FROM memory_texts WHERE session_id IN (SELECT session_id FROM sessions) AND kind IN ('prompt', 'message')
-    WINDOW w AS (PARTITION BY session_id ORDER BY ts, memory_id)
-)
-SELECT * FROM turns WHERE memory_id IN (SELECT unnest($ids::VARCHAR[]))
+_FEATURES = """
+SELECT r.memory_id, r.kind, r.text, r.ts, r.project, r.session_id, r.confidence,
+    coalesce((SELECT list(a.activated_at ORDER BY a.activated_at) FROM activation_log a
+              WHERE a.memory_id = r.memory_id), []) AS uses,
+    r.emotional, r.network, r.category, r.memory_type,
+    r.valid_at, r.invalid_at, r.expired_at, r.created_at, r.superseded_by
+FROM recall_features r WHERE r.memory_id IN (SELECT unnest($ids::VARCHAR[]))
 """
+
+_AROUND = "SELECT * FROM recall_turns WHERE memory_id IN (SELECT unnest($ids::VARCHAR[]))"
 
 
 class Around(msgspec.Struct, frozen=True):
@@ -143,22 +141,42 @@ _CONTINUITY = {
 
 
 class Memories:
-    """The projections, as recall reads them."""
+    """The projections, as recall reads them.
 
-    def __init__(self, settings: Settings) -> None:
+    `follow`: every call first checks for a newer snapshot and opens it (for one-off readers).
+    The warm service does not follow: it calls `newer` off the request path, then `swap`
+    between two recalls, so that no recall waits for a connection to open and warm up.
+    """
+
+    def __init__(self, settings: Settings, follow: bool = True) -> None:
         self.settings = settings
+        self.follow = follow
         self._db: duckdb.DuckDBPyConnection | None = None
         self._snapshot: tuple[int, int] | None = None
 
     def db(self) -> duckdb.DuckDBPyConnection:
-        """A connection to the latest snapshot (opened again when a newer one is published)."""
-        identity = sql.snapshot_identity(self.settings)
-        if self._db is None or identity != self._snapshot:
-            if self._db is not None:
-                self._db.close()
-            self._db = sql.connect(self.settings)
-            self._snapshot = identity
+        """The connection recall reads (opened on first use)."""
+        if (self._db is None or self.follow) and (opened := self.newer()):
+            self.swap(opened)
+        assert self._db is not None
         return self._db
+
+    def newer(self) -> tuple[duckdb.DuckDBPyConnection, tuple[int, int] | None] | None:
+        """A connection to the latest snapshot, if newer than the one read, its tables for
+        recall built."""
+        identity = sql.snapshot_identity(self.settings)
+        if self._db is not None and identity == self._snapshot:
+            return None
+        db = sql.connect(self.settings)
+        db.execute(_RECALL_TABLES)
+        return db, identity
+
+    def swap(self, opened: tuple[duckdb.DuckDBPyConnection, tuple[int, int] | None]) -> None:
+        """Read through `opened` from now on (no recall may be running)."""
+        old = self._db
+        self._db, self._snapshot = opened
+        if old is not None:
+            old.close()
 
     def features(self, ids: list[str]) -> dict[str, Features]:
         if not ids:

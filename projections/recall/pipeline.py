@@ -18,8 +18,8 @@
 """
 
 import math
-import threading
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 
@@ -40,6 +40,7 @@ from schemas.memory import Category, Network
 from schemas.recall import RecallRequest
 
 Sides = tuple[str | None, str | None]  # the turns before and after a turn
+_SHORTLIST = 50  # the best candidates by relevance, weighed by strength and confidence
 COMPONENTS = ("semantic", "semantic_before", "semantic_around", "fulltext", "session", "graph")
 
 
@@ -60,6 +61,7 @@ class Fusion(msgspec.Struct, frozen=True):
     graph: float = 1.0  # found along the entities the prompt names
     neighbour_share: float = 0.2  # of each turn's score, added to the turns either side
     timeframe: float = 10.0  # added to the memories of the time the prompt names: in z units, first
+    vague_timeframe: float = 1.0  # ... when it names it loosely ("recently", "last year"): a hint
     k: int = 60  # Reciprocal Rank Fusion's
 
 
@@ -121,8 +123,8 @@ class Recaller:
         self.memories = memories
         self.fusion = fusion
         self.depth = depth  # candidates each retriever hands to fusion
-        self._baselines: dict[str | None, Baseline] = {}
-        self._baseline_lock = threading.Lock()
+        self._baselines: dict[str | None, Baseline] = {}  # per project (None: all)
+        self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="recall")
 
     def recall(
         self,
@@ -141,17 +143,24 @@ class Recaller:
         task = classify(prompt)
         asked = queries(prompt, task)
         span = window(prompt, as_of or now)
-        query = self.encoder.encode([asked[0].text])[0]
-        candidates = self._candidates(prompt, query, asked, span, project, as_of)
+        query, candidates = self._candidates(prompt, asked, span, project, as_of)
         sides = _sides(self.memories.around(list(candidates.found)))
-        ids = list(dict.fromkeys([*candidates.found, *sides]))
-        features = self.memories.features(ids)
-        ids = [m for m in ids if m in features]
-        components = self._components(query, ids, sides, features, candidates, project)
+        vectors, sessions = self.vectors.vectors_of(
+            list(
+                dict.fromkeys([*candidates.found, *sides, *(t for pair in sides.values() for t in pair if t)])
+            )
+        )
+        ids = [
+            m for m in dict.fromkeys([*candidates.found, *sides]) if m in vectors
+        ]  # not embedded yet: later
+        components = self._components(query, ids, sides, vectors, sessions, candidates, project)
         if fusion.method == "rrf":
             components = {name: reciprocal_ranks(values, fusion.k) for name, values in components.items()}
-        fused = _fuse(fusion, ids, components, sides, candidates.in_window)
+        fused = _fuse(fusion, ids, components, sides, candidates.in_window, span is not None and span.vague)
         high, low = max(fused.values(), default=1.0), min(fused.values(), default=0.0)
+        if network is None and category is None:  # strength and confidence weigh, they do not lift
+            ids = sorted(ids, key=lambda m: -fused[m])[: max(_SHORTLIST, 3 * limit)]
+        features = self.memories.features(ids)
         scored = [
             _score(
                 features[m],
@@ -161,7 +170,7 @@ class Recaller:
                 now,
             )
             for m in ids
-            if _admitted(features[m], as_of, now, network, category)
+            if m in features and _admitted(features[m], as_of, now, network, category)
         ]
         scored.sort(key=lambda s: -s.score)
         return Recall(prompt, task, asked, span, scored[:limit])
@@ -181,43 +190,44 @@ class Recaller:
     def _candidates(
         self,
         prompt: str,
-        query: Vector,
         asked: list[Query],
         span: Window | None,
         project: str | None,
         as_of: datetime | None,
-    ) -> Candidates:
+    ) -> tuple[Vector, Candidates]:
+        """The prompt's vector and what the retrievers found, asked all at once: the model, LanceDB
+        and DuckDB each leave the interpreter while they work."""
         where = _where(project, as_of)
+        pool = self._pool
+        encoded = pool.submit(lambda: self.encoder.encode([asked[0].text])[0])
+        texts = [pool.submit(self.vectors.matching, q.text, self.depth, where) for q in asked]
+        sessions = pool.submit(self.vectors.matching_sessions, prompt, self.depth, _where(project, None))
+        graph = pool.submit(self.memories.around_entities, prompt, keywords(prompt), self.depth)
+        query = encoded.result()
+        inside = _where(project, as_of, _recorded_about(span)) if span else None
+        semantic = pool.submit(self.vectors.nearest, query.tolist(), self.depth, where)
+        timely = (
+            [  # the best matches among the memories of that time
+                pool.submit(self.vectors.nearest, query.tolist(), self.depth, inside),
+                pool.submit(self.vectors.matching, prompt, self.depth, inside),
+            ]
+            if inside
+            else []
+        )
         found: dict[str, list[str]] = {}
-        semantic = self.vectors.nearest(query.tolist(), self.depth, where)
-        _note(found, _memories(semantic), "semantic")
+        _note(found, _memories(semantic.result()), "semantic")
         fulltext = []
-        for asking in asked:
-            matches = _best_scores(self.vectors.matching(asking.text, self.depth, where), "memory_id")
+        for asking, matching in zip(asked, texts, strict=True):
+            matches = _best_scores(matching.result(), "memory_id")
             _note(found, matches, "fulltext")
             fulltext.append((matches, asking.weight))
-        sessions = self.vectors.matching_sessions(prompt, self.depth, _where(project, None))
-        graph = self.memories.around_entities(prompt, keywords(prompt), self.depth)
-        _note(found, graph, "graph")
-        in_window: set[str] = set()
-        if span:  # the best matches among the memories of that time
-            inside = _where(project, as_of, _recorded_about(span))
-            in_window.update(_memories(self.vectors.nearest(query.tolist(), self.depth, inside)))
-            in_window.update(_memories(self.vectors.matching(prompt, self.depth, inside)))
-            _note(found, sorted(in_window), "temporal")
-        return Candidates(
-            found,
-            fulltext,
-            _best_scores(sessions, "session_id"),
-            dict(
-                zip(
-                    sessions.column("session_id").to_pylist(),
-                    sessions.column("turns").to_pylist(),
-                    strict=True,
-                )
-            ),
-            graph,
-            in_window,
+        _note(found, graph.result(), "graph")
+        in_window = {m for future in timely for m in _memories(future.result())}
+        _note(found, sorted(in_window), "temporal")
+        matched = sessions.result()
+        turns = dict(zip(matched["session_id"].to_pylist(), matched["turns"].to_pylist(), strict=True))
+        return query, Candidates(
+            found, fulltext, _best_scores(matched, "session_id"), turns, graph.result(), in_window
         )
 
     def _components(
@@ -225,14 +235,13 @@ class Recaller:
         query: Vector,
         ids: list[str],
         sides: dict[str, Sides],
-        features: dict[str, Features],
+        vectors: dict[str, Vector],
+        sessions: dict[str, str | None],
         candidates: Candidates,
         project: str | None,
     ) -> dict[str, dict[str, float]]:
         """Each component's value for each candidate (z-scores, but for the graph: 1 if found)."""
         baseline = self.baseline(project)
-        extra = [t for m in ids for t in sides.get(m, ()) if t and t not in features]
-        vectors = self.vectors.vectors_of(list(dict.fromkeys([*ids, *extra])))
         rows = list(vectors)
         row = {m: i for i, m in enumerate(rows)}
         matrix = np.stack(list(vectors.values())) if rows else np.zeros((0, self.vectors.dim), np.float32)
@@ -250,20 +259,24 @@ class Recaller:
         total_weight = sum(weight for _, weight in candidates.fulltext) or 1.0
         per_query = [(sparse_z(scores, None, baseline.memories), w) for scores, w in candidates.fulltext]
         values["fulltext"] = {m: sum(w * z.get(m, z[""]) for z, w in per_query) / total_weight for m in ids}
-        sessions = sparse_z(candidates.sessions, candidates.session_turns, baseline.memories)
-        values["session"] = {m: sessions.get(features[m].session_id or "", sessions[""]) for m in ids}
-        values["graph"] = {m: 1.0 for m in candidates.graph if m in features}
+        by_session = sparse_z(candidates.sessions, candidates.session_turns, baseline.memories)
+        values["session"] = {m: by_session.get(sessions.get(m) or "", by_session[""]) for m in ids}
+        values["graph"] = {m: 1.0 for m in candidates.graph if m in vectors}
         return values
 
     def baseline(self, project: str | None) -> Baseline:
-        """The spread of the scores of the memories in scope, kept until they grow by a tenth."""
-        with self._baseline_lock:
+        """The spread of the scores of the memories in scope (computed on first use)."""
+        known = self._baselines.get(project)
+        if known is None:
+            known = self._baselines[project] = Baseline(self.vectors.first_chunks(_where(project, None)))
+        return known
+
+    def refresh_baselines(self) -> None:
+        """Compute again the baselines whose scope grew or shrank by a tenth since."""
+        for project, known in list(self._baselines.items()):
             where = _where(project, None)
-            known = self._baselines.get(project)
-            count = self.vectors.count_memories(where)
-            if known is None or abs(count - known.memories) * 10 > known.memories:
-                known = self._baselines[project] = Baseline(self.vectors.first_chunks(where))
-            return known
+            if abs(self.vectors.count_memories(where) - known.memories) * 10 > known.memories:
+                self._baselines[project] = Baseline(self.vectors.first_chunks(where))
 
 
 def _fuse(
@@ -272,19 +285,21 @@ def _fuse(
     components: dict[str, dict[str, float]],
     sides: dict[str, Sides],
     in_window: set[str],
+    vague: bool,
 ) -> dict[str, float]:
     weights = msgspec.structs.asdict(fusion)
+    timeframe = fusion.vague_timeframe if vague else fusion.timeframe
     relevance = {
         m: sum(weights[name] * values.get(m, 0.0) for name, values in components.items()) for m in ids
     }
     if fusion.method == "rrf":  # ranks have no size to share, and the window comes first
-        boost = fusion.timeframe * max(relevance.values(), default=0.0)
+        boost = timeframe * max(relevance.values(), default=0.0)
         return {m: r + (boost if m in in_window else 0.0) for m, r in relevance.items()}
     share = fusion.neighbour_share
     return {
         m: relevance[m]
         + share * sum(relevance.get(t or "", 0.0) for t in sides.get(m, ()))
-        + (fusion.timeframe if m in in_window else 0.0)
+        + (timeframe if m in in_window else 0.0)
         for m in ids
     }
 

@@ -16,7 +16,9 @@ _MONTHS = {name: i + 1 for names in _MONTH_NAMES for i, name in enumerate(names.
 _MONTH = "|".join(sorted(_MONTHS, key=len, reverse=True))
 _ISO = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
 _DAY_MONTH_YEAR = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th|er)?\s+({_MONTH})\.?,?\s+(\d{{4}})\b", re.I)
-_MONTH_DAY_YEAR = re.compile(rf"\b({_MONTH})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b", re.I)
+_MONTH_DAY_YEAR = re.compile(rf"\b({_MONTH})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?(?:,\s*|\s+)(\d{{4}})\b", re.I)
+_DAY_MONTH = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th|er)?\s+(?:of\s+)?({_MONTH})\b", re.I)
+_MONTH_DAY = re.compile(rf"\b({_MONTH})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?\b", re.I)
 _MONTH_YEAR = re.compile(rf"\b({_MONTH})\.?,?\s+(\d{{4}})\b", re.I)
 _IN_MONTH = re.compile(rf"\b(?:in|en|during|pendant)\s+({_MONTH})\b", re.I)
 _IN_YEAR = re.compile(r"\b(?:in|en|during|pendant)\s+((?:19|20)\d{2})\b", re.I)
@@ -32,10 +34,12 @@ _RELATIVE: dict[str, tuple[int, int]] = {  # (days back to the start, days in th
 
 
 class Window(msgspec.Struct, frozen=True):
-    """[start, end): the span of time a prompt asks about."""
+    """[start, end): the span of time a prompt asks about. Vague: said loosely ("recently",
+    "last year"), a hint rather than a bound."""
 
     start: datetime
     end: datetime
+    vague: bool = False
 
     def __contains__(self, moment: datetime) -> bool:
         return self.start <= moment < self.end
@@ -53,15 +57,32 @@ def window(prompt: str, now: datetime | None = None) -> Window | None:
         return _days(date(int(m[3]), _MONTHS[m[1].lower()], int(m[2])), 1)
     if m := _MONTH_YEAR.search(text):
         return _month(int(m[2]), _MONTHS[m[1].lower()])
+    if (m := _DAY_MONTH.search(text)) and (day := _last(now.date(), _MONTHS[m[2].lower()], int(m[1]))):
+        return _days(day, 1)
+    if (m := _MONTH_DAY.search(text)) and (day := _last(now.date(), _MONTHS[m[1].lower()], int(m[2]))):
+        return _days(day, 1)
     for phrase, (back, span) in sorted(_RELATIVE.items(), key=lambda p: -len(p[0])):
         if re.search(rf"(?<!\w){re.escape(phrase)}(?!\w)", text):
-            return _days(now.date() - timedelta(days=back), span)
+            found = _days(now.date() - timedelta(days=back), span)
+            return Window(found.start, found.end, vague=span > 7)
     if m := _IN_MONTH.search(text):
         month = _MONTHS[m[1].lower()]
         return _month(now.year if month <= now.month else now.year - 1, month)
     if m := _IN_YEAR.search(text):
         year = int(m[1])
         return Window(_midnight(date(year, 1, 1)), _midnight(date(year + 1, 1, 1)))
+    return None
+
+
+def _last(today: date, month: int, day: int) -> date | None:
+    """The latest `month`/`day` on or before `today` (a date said without its year)."""
+    for year in range(today.year, today.year - 5, -1):  # February 29th: up to a leap year back
+        try:
+            found = date(year, month, day)
+        except ValueError:
+            continue
+        if found <= today:
+            return found
     return None
 
 
