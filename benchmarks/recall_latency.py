@@ -8,9 +8,11 @@ noise (as benchmarks/vector_search.py does): the embedder then takes every vecto
 cache, and indexes, folds and publishes as it always does. Once every memory is embedded, it
 times LoCoMo questions asked of the service over its socket (`reverie recall`'s request), then
 the whole `reverie hook UserPromptSubmit` process, which asks the service and prints the
-context to inject. Prints one JSON line per size.
+context to inject. The questions come a pause apart, as from a person: each recall appends
+a memory.retrieved event, which the stack folds and embeds meanwhile (`--pause 0` asks back
+to back, while the stack is still busy with the answers before). Prints one JSON line per size.
 
-    python benchmarks/recall_latency.py [--memories 10000 100000] [--queries 200]
+    python benchmarks/recall_latency.py [--memories 10000 100000] [--queries 200] [--pause 1]
 """
 
 import argparse
@@ -111,7 +113,7 @@ def wait_for(condition: str, check: object, timeout_s: float) -> None:
         time.sleep(0.5)
 
 
-def measure(n: int, queries: list[str], reverie: str) -> dict[str, object]:
+def measure(n: int, queries: list[str], reverie: str, pause_s: float) -> dict[str, object]:
     home = tempfile.mkdtemp(prefix="rv-recall-")
     settings = Settings(home)
     env = {k: v for k, v in os.environ.items() if k != "REDIS_URL"} | {"REVERIE_HOME": home}
@@ -128,8 +130,8 @@ def measure(n: int, queries: list[str], reverie: str) -> dict[str, object]:
         wait_for("every memory is embedded", lambda: ids <= embedded_turns(settings), 3_600)
         ingested_s = time.perf_counter() - started
         wait_for("the recall service listens", lambda: os.path.exists(settings.recall_socket_path), 300)
-        service = _service_times(settings, queries)
-        hook, answered = _hook_times(reverie, env, queries[: max(len(queries) // 4, 20)])
+        service = _service_times(settings, queries, pause_s)
+        hook, answered = _hook_times(reverie, env, queries[: max(len(queries) // 4, 20)], pause_s)
     finally:
         stack.terminate()
         stack.wait(120)
@@ -138,6 +140,7 @@ def measure(n: int, queries: list[str], reverie: str) -> dict[str, object]:
         "benchmark": "recall_latency",
         "memories": n,
         "queries": len(queries),
+        "pause_s": pause_s,
         "ingested_and_embedded_s": round(ingested_s, 1),
         "service_p50_ms": round(statistics.median(service), 1),
         "service_p95_ms": round(percentile(service, 0.95), 1),
@@ -148,12 +151,13 @@ def measure(n: int, queries: list[str], reverie: str) -> dict[str, object]:
     }
 
 
-def _service_times(settings: Settings, queries: list[str]) -> list[float]:
+def _service_times(settings: Settings, queries: list[str], pause_s: float) -> list[float]:
     request = {"prompt": queries[0], "project": PROJECT, "limit": 10}
     for _ in range(3):  # the first answers load the baseline and warm the caches
         ask(settings.recall_socket_path, request, 120)
     times = []
     for query in queries:
+        time.sleep(pause_s)
         began = time.perf_counter()
         answer = ask(settings.recall_socket_path, request | {"prompt": query}, 30)
         times.append((time.perf_counter() - began) * 1000)
@@ -161,13 +165,16 @@ def _service_times(settings: Settings, queries: list[str]) -> list[float]:
     return times
 
 
-def _hook_times(reverie: str, env: dict[str, str], queries: list[str]) -> tuple[list[float], int]:
+def _hook_times(
+    reverie: str, env: dict[str, str], queries: list[str], pause_s: float
+) -> tuple[list[float], int]:
     """Wall times of the hook process, and how many printed memories (the others, past the
     deadline, printed the profile or nothing)."""
     hook_env = env | {"CLAUDE_PROJECT_DIR": PROJECT_DIR}
     times, answered = [], 0
     for query in queries:
         payload = json.dumps({"hook_event_name": "UserPromptSubmit", "session_id": "bench", "prompt": query})
+        time.sleep(pause_s)
         began = time.perf_counter()
         done = subprocess.run(
             [reverie, "hook", "UserPromptSubmit"], input=payload.encode(), env=hook_env, capture_output=True
@@ -184,13 +191,14 @@ def main() -> None:
     )
     parser.add_argument("--memories", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--pause", type=float, default=1.0, help="seconds between two questions")
     args = parser.parse_args()
     reverie = shutil.which("reverie", path=os.path.dirname(sys.executable))
     assert reverie, "reverie is not installed beside this python"
     compile_bytecode()
     queries = locomo_questions()[: args.queries]
     for n in args.memories:
-        print(json.dumps(measure(n, queries, reverie)), flush=True)
+        print(json.dumps(measure(n, queries, reverie, args.pause)), flush=True)
 
 
 if __name__ == "__main__":

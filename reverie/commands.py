@@ -123,6 +123,18 @@ def _parser() -> argparse.ArgumentParser:
         default="zscore",
         help="how components make one score: the sum of their z-scores (default) or Reciprocal Rank Fusion",
     )
+    recall.add_argument(
+        "--weighting",
+        choices=["cognitive", "fabric"],
+        default="cognitive",
+        help="relevance weighed by strength and confidence (default), or Memory Fabric's weights: "
+        "recency 0.3, relevance 0.5, authority 0.2",
+    )
+    recall.add_argument(
+        "--dedup",
+        action="store_true",
+        help="merge results whose words overlap above 0.85 (Jaccard); the kept one is cross-validated",
+    )
     recall.add_argument("--explain", action="store_true", help="every component of each score")
     recall.add_argument("--json", action="store_true", help="the whole recall as JSON")
     sub.add_parser("serve", help="(Procfile) run the warm recall service on a unix socket")
@@ -172,6 +184,8 @@ def run(argv: list[str]) -> int:
             network=args.type,
             category=args.category,
             fusion=args.fusion,
+            weighting=args.weighting,
+            dedup=args.dedup,
         )
         return recalling.recall(request, "json" if args.json else "table", args.explain)
     if args.command == "import":

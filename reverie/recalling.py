@@ -34,7 +34,7 @@ def recall(request: RecallRequest, fmt: str, explain: bool) -> int:
             r.kind,
             f"{r.ts:%Y-%m-%d %H:%M}" if r.ts else "",
             _short(r.text),
-            ", ".join(r.sources),
+            ", ".join([*r.sources, *(["cross-validated"] if r.cross_validated else [])]),
         ]
         if explain:
             row[2:2] = [

@@ -11,6 +11,8 @@ import msgspec
 
 from schemas.memory import Category, Network
 
+Weighting = Literal["cognitive", "fabric"]
+
 
 class RecallRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     prompt: str = ""
@@ -21,6 +23,8 @@ class RecallRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     network: Network | None = None
     category: Category | None = None
     fusion: Literal["zscore", "rrf"] = "zscore"  # sum of z-scores, or Reciprocal Rank Fusion
+    weighting: Weighting = "cognitive"  # or Memory Fabric's: recency 0.3, relevance 0.5, authority 0.2
+    dedup: bool = False  # Memory Fabric's: near-duplicates merged, marked cross-validated
     # set by the hooks: answer with the context to inject for this hook event
     hook: str | None = None  # UserPromptSubmit, SessionStart
     transcript_bytes: int | None = None  # how full the context is

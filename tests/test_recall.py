@@ -13,7 +13,7 @@ import pytest
 
 from ingest.context import context_for, hook_output
 from projections.embeddings import Encoder, load_encoder
-from projections.recall import context
+from projections.recall import context, scoring
 from projections.recall.memories import Memories
 from projections.recall.pipeline import Fusion, Recaller
 from schemas import events, kinds, memory
@@ -58,6 +58,21 @@ def story() -> list[events.Event]:
             kinds.ACTIVATION_RECORDED,
             398 * day,
             memory.ActivationRecorded(memory_id="f-used", at=at(398 * day)),
+        ),
+        derived(
+            kinds.ENTITY_OBSERVED,
+            70,
+            memory.EntityObserved(entity_id="e-otel", type="tool", name="otel", normalized_name="otel"),
+        ),
+        derived(
+            kinds.FACT_ASSERTED,
+            71,
+            memory.FactAsserted(
+                fact_id="f-otel",
+                source="e-otel",
+                relation="configures",
+                description="metrics are exported by the collector",
+            ),
         ),
         fact(100, "f-redis", "the cache is Redis 6", valid_at=at(100)),
         fact(200 * day, "f-valkey", "the cache is Valkey 8", valid_at=at(200 * day)),
@@ -108,6 +123,35 @@ def test_rank_fusion_is_an_option_and_finds_the_identifier_too(recaller: Recalle
     [named] = [r for r in found if "ERR_QUOTA_4711" in r.text]
     assert named.components["fulltext"] == pytest.approx(1 / 61, abs=1e-6)  # first of its ranking, k = 60
     assert all(0 < value <= 1 / 61 for r in found for value in r.components.values())
+
+
+def test_dedup_keeps_one_of_two_memories_saying_the_same_and_marks_it(recaller: Recaller) -> None:
+    plain = recaller.recall("what does the queue run on?", now=NOW, limit=10).results
+    assert sum(r.text.startswith("the queue runs on Postgres") for r in plain) == 2
+    merged = recaller.recall("what does the queue run on?", now=NOW, limit=10, dedup=True).results
+    [kept] = [r for r in merged if r.text.startswith("the queue runs on Postgres")]
+    assert kept.cross_validated and not any(r.cross_validated for r in merged if r is not kept)
+
+
+def test_fabric_weighting_is_an_option(recaller: Recaller) -> None:
+    [first] = recaller.recall(
+        "when is the credential for deployments replaced?", now=NOW, limit=1, weighting="fabric"
+    ).results
+    assert first.score == pytest.approx(
+        0.3 * first.recency + 0.5 * first.relevance + 0.2 * first.confidence, abs=1e-5
+    )
+
+
+def test_activation_spreads_from_the_entities_the_prompt_names(recaller: Recaller) -> None:
+    def activation(prompt: str) -> float:
+        [otel] = [r for r in recaller.recall(prompt, now=NOW, limit=20).results if r.memory_id == "f-otel"]
+        assert "graph" in otel.sources or "otel" not in prompt
+        return otel.activation
+
+    # one entity in context, in one memory: W = 1, S - ln(fan) = 2 - ln 1
+    assert activation("how does otel export the metrics?") - activation(
+        "how are metrics exported?"
+    ) == pytest.approx(scoring.MAX_ASSOCIATIVE_STRENGTH)
 
 
 def test_an_answer_is_found_by_the_words_of_its_question(recaller: Recaller) -> None:

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
-from projections.recall import scoring
+from projections.recall import fabric, scoring
 from projections.recall.baseline import Spread, sparse_z, views
 from projections.recall.fusion import reciprocal_ranks
 from projections.recall.tasks import classify, keywords, queries
@@ -64,6 +64,10 @@ def test_three_to_five_queries_the_prompt_first() -> None:
         ("the party on 8 May, 2023", datetime(2023, 5, 8, tzinfo=UTC), 1),
         ("since May 8, 2023", datetime(2023, 5, 8, tzinfo=UTC), 1),
         ("in February 2024", datetime(2024, 2, 1, tzinfo=UTC), 29),
+        ("the forest picture shared on December 1,2023", datetime(2023, 12, 1, tzinfo=UTC), 1),
+        ("when they met on Aug 15th", datetime(2026, 8, 15, tzinfo=UTC), 1),
+        ("what happened on 30 December", datetime(2025, 12, 30, tzinfo=UTC), 1),  # the last one
+        ("le 3 mars", datetime(2026, 3, 3, tzinfo=UTC), 1),
     ],
 )
 def test_time_windows_are_read_against_now(prompt: str, start: datetime, days: int) -> None:
@@ -74,6 +78,16 @@ def test_time_windows_are_read_against_now(prompt: str, start: datetime, days: i
 
 def test_no_window_when_no_time_is_named() -> None:
     assert window("may I ask how the hook works", NOW) is None
+    assert window("what about February 30", NOW) is None  # no such day
+
+
+def test_loose_times_are_vague_and_named_ones_are_not() -> None:
+    assert [window(p, NOW).vague for p in ("recently", "last year", "yesterday", "in March")] == [  # type: ignore[union-attr]
+        True,
+        True,
+        False,
+        False,
+    ]
 
 
 def test_reciprocal_ranks_follow_the_scores() -> None:
@@ -134,3 +148,19 @@ def test_views_read_a_turn_with_its_neighbours() -> None:
     assert with_before[0] == pytest.approx([1, 0, 0])  # the first turn has none before it
     assert with_before[2] == pytest.approx(np.array([0, 1, 1]) / math.sqrt(2))
     assert around[1] == pytest.approx(np.ones(3) / math.sqrt(3))
+
+
+def test_fabric_merges_near_duplicates_into_the_better_one_and_marks_it() -> None:
+    results = ["the queue runs on Postgres", "The queue runs on Postgres!", "the cache is Valkey 8"]
+    assert fabric.deduplicated(results, str) == [
+        ("the queue runs on Postgres", True),
+        ("the cache is Valkey 8", False),
+    ]
+    assert fabric.jaccard(fabric.words("a b c d e f g"), fabric.words("a b c d e f")) == pytest.approx(6 / 7)
+    assert len(fabric.deduplicated(["a b c d e f g", "a b c d e f"], str)) == 1  # 6/7 > 0.85
+    assert len(fabric.deduplicated(["a b c d e f", "a b c d e"], str)) == 2  # 5/6 is not
+
+
+def test_fabric_weighs_recency_relevance_and_authority() -> None:
+    assert fabric.weighted(relevance=1.0, recency=0.0, confidence=0.0) == pytest.approx(0.5)
+    assert fabric.weighted(relevance=1.0, recency=1.0, confidence=1.0) == pytest.approx(1.0)

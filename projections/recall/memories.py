@@ -27,6 +27,8 @@ class Features(msgspec.Struct, frozen=True):
     network: str  # world, experience, opinion, observation
     category: str | None  # a fact's: stack, context, decisions, errors, patterns
     memory_type: str | None  # a fact's: episodic, semantic, procedural
+    fans: list[int]  # of each entity in context it is about: in how many memories that entity is
+    associated: float  # Hebbian weights between its entities and those in context, summed
     valid_at: datetime | None = None
     invalid_at: datetime | None = None
     expired_at: datetime | None = None
@@ -52,6 +54,11 @@ LEFT JOIN facts f ON f.fact_id = m.memory_id
 LEFT JOIN opinions o ON o.opinion_id = m.memory_id
 LEFT JOIN episodes e ON e.episode_id = m.memory_id;
 
+CREATE TEMP TABLE recall_entities AS
+SELECT memory_id, entity_id, count(*) OVER (PARTITION BY entity_id) AS fan FROM memory_entities;
+
+CREATE TEMP TABLE recall_associations AS SELECT entity_a, entity_b, weight FROM associations;
+
 CREATE TEMP TABLE recall_turns AS
 SELECT memory_id, lag(memory_id, 2) OVER w AS two_before, lag(memory_id) OVER w AS before,
     lead(memory_id) OVER w AS after, lead(memory_id, 2) OVER w AS two_after
@@ -64,6 +71,12 @@ SELECT r.memory_id, r.kind, r.text, r.ts, r.project, r.session_id, r.confidence,
     coalesce((SELECT list(a.activated_at ORDER BY a.activated_at) FROM activation_log a
               WHERE a.memory_id = r.memory_id), []) AS uses,
     r.emotional, r.network, r.category, r.memory_type,
+    coalesce((SELECT list(e.fan) FROM recall_entities e
+              WHERE e.memory_id = r.memory_id AND list_contains($named::VARCHAR[], e.entity_id)), []) AS fans,
+    coalesce((SELECT sum(a.weight) FROM recall_entities e JOIN recall_associations a
+              ON (a.entity_a = e.entity_id AND list_contains($named::VARCHAR[], a.entity_b))
+              OR (a.entity_b = e.entity_id AND list_contains($named::VARCHAR[], a.entity_a))
+              WHERE e.memory_id = r.memory_id), 0) AS associated,
     r.valid_at, r.invalid_at, r.expired_at, r.created_at, r.superseded_by
 FROM recall_features r WHERE r.memory_id IN (SELECT unnest($ids::VARCHAR[]))
 """
@@ -82,15 +95,14 @@ class Around(msgspec.Struct, frozen=True):
 
 # Entities the prompt names, then breadth first along facts to depth 2; the facts met on the
 # way are the graph's memories, the nearer first.
+_NAMED = """
+SELECT entity_id FROM entities
+WHERE contains($text, lower(name)) AND length(name) >= 3 OR list_has_any(aliases, $words)
+"""
+
 _GRAPH = """
-WITH RECURSIVE
-named AS (
-    SELECT entity_id FROM entities
-    WHERE contains($text, lower(name)) AND length(name) >= 3
-       OR list_has_any(aliases, $words)
-),
-walk(entity_id, depth) AS (
-    SELECT entity_id, 0 FROM named
+WITH RECURSIVE walk(entity_id, depth) AS (
+    SELECT unnest($named::VARCHAR[]), 0
     UNION
     SELECT CASE WHEN f.source = w.entity_id THEN f.target ELSE f.source END, w.depth + 1
     FROM walk w JOIN facts f ON w.entity_id IN (f.source, f.target)
@@ -178,10 +190,11 @@ class Memories:
         if old is not None:
             old.close()
 
-    def features(self, ids: list[str]) -> dict[str, Features]:
+    def features(self, ids: list[str], named: list[str] | None = None) -> dict[str, Features]:
+        """What scoring needs of these memories; `named`: the entities in context."""
         if not ids:
             return {}
-        rows = self.db().execute(_FEATURES, {"ids": ids}).fetchall()
+        rows = self.db().execute(_FEATURES, {"ids": ids, "named": named or []}).fetchall()
         return {row[0]: Features(*row) for row in rows}
 
     def around(self, ids: list[str]) -> dict[str, Around]:
@@ -191,9 +204,16 @@ class Memories:
         rows = self.db().execute(_AROUND, {"ids": ids}).fetchall()
         return {memory_id: Around(*others) for memory_id, *others in rows}
 
-    def around_entities(self, text: str, words: list[str], limit: int) -> list[str]:
-        params = {"text": text.lower(), "words": words, "limit": limit}
-        return [fact_id for fact_id, _ in self.db().execute(_GRAPH, params).fetchall()]
+    def named_entities(self, text: str, words: list[str]) -> list[str]:
+        """The entities `text` names (by name, or by one of its `words` as an alias)."""
+        return [e for (e,) in self.db().execute(_NAMED, {"text": text.lower(), "words": words}).fetchall()]
+
+    def around_entities(self, named: list[str], limit: int) -> list[str]:
+        """The facts along `named` entities, breadth first to depth 2, the nearer first."""
+        if not named:
+            return []
+        rows = self.db().execute(_GRAPH, {"named": named, "limit": limit}).fetchall()
+        return [fact_id for fact_id, _ in rows]
 
     def continuity(self, project: str | None, session_id: str | None) -> Continuity:
         db = self.db()

@@ -29,7 +29,7 @@ import pyarrow as pa
 
 from projections.embeddings import Encoder
 from projections.literals import string_literal
-from projections.recall import scoring
+from projections.recall import fabric, scoring
 from projections.recall.baseline import Baseline, sparse_z, views
 from projections.recall.fusion import reciprocal_ranks
 from projections.recall.memories import Around, Features, Memories
@@ -37,7 +37,7 @@ from projections.recall.tasks import Query, Task, classify, keywords, queries
 from projections.recall.timeframes import Window, window
 from projections.vectors import Vector, Vectors
 from schemas.memory import Category, Network
-from schemas.recall import RecallRequest
+from schemas.recall import RecallRequest, Weighting
 
 Sides = tuple[str | None, str | None]  # the turns before and after a turn
 _SHORTLIST = 50  # the best candidates by relevance, weighed by strength and confidence
@@ -86,6 +86,7 @@ class Scored(msgspec.Struct, frozen=True):
     confidence: float
     sources: list[str]  # the retrievers that found it ("neighbour": next to one they found)
     components: dict[str, float]  # each component's z-score (or reciprocal rank)
+    cross_validated: bool = False  # with dedup: another memory found said the same
 
 
 class Recall(msgspec.Struct, frozen=True):
@@ -103,6 +104,7 @@ class Candidates(msgspec.Struct):
     fulltext: list[tuple[dict[str, float], float]]  # per query: BM25 score per memory, query weight
     sessions: dict[str, float]  # session id -> BM25 score of its whole conversation
     session_turns: dict[str, int]
+    named: list[str]  # the entities the prompt names: the context activation spreads from
     graph: list[str]
     in_window: set[str]
 
@@ -136,6 +138,8 @@ class Recaller:
         network: Network | None = None,
         category: Category | None = None,
         fusion: Fusion | None = None,
+        weighting: Weighting = "cognitive",
+        dedup: bool = False,
         now: datetime | None = None,
     ) -> Recall:
         now = now or datetime.now(UTC)
@@ -160,19 +164,24 @@ class Recaller:
         high, low = max(fused.values(), default=1.0), min(fused.values(), default=0.0)
         if network is None and category is None:  # strength and confidence weigh, they do not lift
             ids = sorted(ids, key=lambda m: -fused[m])[: max(_SHORTLIST, 3 * limit)]
-        features = self.memories.features(ids)
+        features = self.memories.features(ids, candidates.named)
         scored = [
             _score(
                 features[m],
                 (fused[m] - low) / (high - low) if high > low else 1.0,
                 candidates.found.get(m, ["neighbour"]),
                 {name: round(float(values[m]), 6) for name, values in components.items() if m in values},
+                weighting,
+                len(candidates.named),
                 now,
             )
             for m in ids
             if m in features and _admitted(features[m], as_of, now, network, category)
         ]
         scored.sort(key=lambda s: -s.score)
+        if dedup:
+            merged = fabric.deduplicated(scored, lambda r: r.text)
+            scored = [msgspec.structs.replace(r, cross_validated=twice) for r, twice in merged]
         return Recall(prompt, task, asked, span, scored[:limit])
 
     def answer(self, request: RecallRequest) -> Recall:
@@ -185,6 +194,8 @@ class Recaller:
             network=request.network,
             category=request.category,
             fusion=msgspec.structs.replace(self.fusion, method=request.fusion),
+            weighting=request.weighting,
+            dedup=request.dedup,
         )
 
     def _candidates(
@@ -202,7 +213,7 @@ class Recaller:
         encoded = pool.submit(lambda: self.encoder.encode([asked[0].text])[0])
         texts = [pool.submit(self.vectors.matching, q.text, self.depth, where) for q in asked]
         sessions = pool.submit(self.vectors.matching_sessions, prompt, self.depth, _where(project, None))
-        graph = pool.submit(self.memories.around_entities, prompt, keywords(prompt), self.depth)
+        graph = pool.submit(self._graph, prompt)
         query = encoded.result()
         inside = _where(project, as_of, _recorded_about(span)) if span else None
         semantic = pool.submit(self.vectors.nearest, query.tolist(), self.depth, where)
@@ -221,14 +232,20 @@ class Recaller:
             matches = _best_scores(matching.result(), "memory_id")
             _note(found, matches, "fulltext")
             fulltext.append((matches, asking.weight))
-        _note(found, graph.result(), "graph")
+        named, facts = graph.result()
+        _note(found, facts, "graph")
         in_window = {m for future in timely for m in _memories(future.result())}
         _note(found, sorted(in_window), "temporal")
         matched = sessions.result()
         turns = dict(zip(matched["session_id"].to_pylist(), matched["turns"].to_pylist(), strict=True))
         return query, Candidates(
-            found, fulltext, _best_scores(matched, "session_id"), turns, graph.result(), in_window
+            found, fulltext, _best_scores(matched, "session_id"), turns, named, facts, in_window
         )
+
+    def _graph(self, prompt: str) -> tuple[list[str], list[str]]:
+        """The entities the prompt names, and the facts around them."""
+        named = self.memories.named_entities(prompt, keywords(prompt))
+        return named, self.memories.around_entities(named, self.depth)
 
     def _components(
         self,
@@ -379,16 +396,28 @@ def _admitted(
 
 
 def _score(
-    memory: Features, relevance: float, sources: list[str], components: dict[str, float], now: datetime
+    memory: Features,
+    relevance: float,
+    sources: list[str],
+    components: dict[str, float],
+    weighting: Weighting,
+    in_context: int,
+    now: datetime,
 ) -> Scored:
     moments = [m for m in [memory.ts, *memory.uses] if m is not None and m <= now]
     ages = [(now - m).total_seconds() for m in moments]
     activation = scoring.base_level(ages, memory.emotional) if ages else -math.inf
+    activation += scoring.spreading(memory.fans, in_context) + scoring.associative(
+        memory.associated, in_context
+    )
     days_since_use = min(ages, default=0.0) / scoring.DAY_S
     retrievability = scoring.retrievability(days_since_use, scoring.stability_days(ages))
     recency = scoring.recency(max(ages, default=0.0) / scoring.DAY_S)
     strength = 0.4 * scoring.logistic(activation) + 0.3 * retrievability + 0.3 * recency
-    score = relevance * (0.75 + 0.25 * strength) * (0.5 + 0.5 * memory.confidence)
+    if weighting == "fabric":
+        score = fabric.weighted(relevance, recency, memory.confidence)
+    else:  # how well it matches comes first; strength and confidence weigh it
+        score = relevance * (0.75 + 0.25 * strength) * (0.5 + 0.5 * memory.confidence)
     return Scored(
         memory.memory_id,
         memory.kind,

@@ -5,6 +5,9 @@
 - Spreading activation from the entities in context, with the fan effect: each context entity
   gives W/n (n entities in context) times S - ln(fan) (never below 0), fan being how many
   memories it is in.
+- Hebbian association: entities recalled together grow a weight w (w' = w + 0.1 (1 - w), the
+  view `associations`); a memory about entities associated with those in context gets W/n
+  times S times their weights.
 - FSRS retrievability: R = (1 + 0.9 t/S)^-0.5, t days since the last use, S the stability in
   days, which grows with each spaced use.
 - Recency: exp(-days/90). Confidence: as recorded (1 for what is observed).
@@ -36,6 +39,12 @@ def spreading(
         return 0.0
     weight = 1.0 / context_entities
     return sum(weight * max(strength - math.log(max(fan, 1)), 0.0) for fan in fans)
+
+
+def associative(weights: float, context_entities: int, strength: float = MAX_ASSOCIATIVE_STRENGTH) -> float:
+    """Activation spread along Hebbian associations: `weights`, summed over the pairs of one of
+    the memory's entities and one in context."""
+    return strength * weights / context_entities if context_entities else 0.0
 
 
 def stability_days(ages_s: Sequence[float]) -> float:
