@@ -32,7 +32,7 @@ from projections.literals import string_literal
 from schemas.files import write_durably
 
 if TYPE_CHECKING:
-    from lancedb.index import FTS, BTree, IvfHnswSq
+    from lancedb.index import FTS, Bitmap, BTree, IvfHnswSq
     from lancedb.query import LanceHybridQueryBuilder, LanceVectorQueryBuilder
     from lancedb.table import Table
 
@@ -46,8 +46,11 @@ MANIFEST = "embedded.parquet"
 # Below this many chunks a flat scan answers within about 6 ms (0.6 ms per 1,000 chunks here,
 # benchmarks/vector_search.py), and an index would only cost its training.
 ANN_MIN_ROWS = 10_000
-# Rows written since the indexes were last brought up to date, beyond which they are.
-_STALE_ROWS = 5_000
+# Rows written since the indexes were last brought up to date, beyond which they are: rows
+# outside the indexes are searched one by one, which costs little for vectors but much for full
+# text over long rows (4,750 sessions outside the index took a search from 5 ms to 650 ms).
+_STALE_MEMORIES = 1_000
+_STALE_SESSIONS = 50
 # The ANN index compares quantized vectors; re-ranking 10x the candidates with the full ones
 # raises its recall@10 against flat search from 0.76 to 0.97 for 1.5 ms at 100k chunks
 # (benchmarks/vector_search.py). Longer lists re-rank about 100 candidates, at least twice theirs.
@@ -140,14 +143,21 @@ class Vectors:
 
     def maintain(self) -> None:
         """Create the indexes the table has grown into; fold recent rows into them."""
-        from lancedb.index import FTS, BTree, IvfHnswSq
+        from lancedb.index import FTS, Bitmap, BTree, IvfHnswSq
 
         rows = self.count()
-        wanted: dict[str, FTS | BTree | IvfHnswSq] = {"text": FTS(), "memory_id": BTree()} if rows else {}
+        # the project: a few values, which every search filters on
+        wanted: dict[str, FTS | Bitmap | BTree | IvfHnswSq] = (
+            {"text": FTS(), "memory_id": BTree(), "project": Bitmap()} if rows else {}
+        )
         if rows >= ANN_MIN_ROWS:
             wanted["vector"] = IvfHnswSq(distance_type="cosine")
-        _index(self.table, wanted)
-        _index(self.sessions, {"text": FTS(), "project": BTree()} if self.sessions.count_rows() else {})
+        _index(self.table, wanted, _STALE_MEMORIES)
+        _index(
+            self.sessions,
+            {"text": FTS(), "project": Bitmap()} if self.sessions.count_rows() else {},
+            _STALE_SESSIONS,
+        )
 
     def manifest_published(self) -> bool:
         """Whether a readable manifest is there (a damaged one is published again)."""
@@ -229,13 +239,13 @@ def _delete(table: "Table", key: str, rows: list[tuple[str, str]], per_statement
         table.delete(matches)
 
 
-def _index(table: "Table", wanted: "dict[str, FTS | BTree | IvfHnswSq]") -> None:
+def _index(table: "Table", wanted: "dict[str, FTS | Bitmap | BTree | IvfHnswSq]", stale_rows: int) -> None:
     """Create the indexes `table` lacks; fold the rows written since into them when many are."""
     indexed = {index.columns[0]: index.name for index in table.list_indices()}
     for column, config in wanted.items():
         if column not in indexed:
             table.create_index(column, config=config)
-    if any(_unindexed(table, name) >= _STALE_ROWS for name in indexed.values()):
+    if any(_unindexed(table, name) >= stale_rows for name in indexed.values()):
         table.optimize(cleanup_older_than=_KEEP_VERSIONS)
 
 

@@ -41,15 +41,14 @@ from schemas.recall import RecallRequest, Weighting
 
 Sides = tuple[str | None, str | None]  # the turns before and after a turn
 _SHORTLIST = 50  # the best candidates by relevance, weighed by strength and confidence
-COMPONENTS = ("semantic", "semantic_before", "semantic_around", "fulltext", "session", "graph")
 
 
 class Fusion(msgspec.Struct, frozen=True):
     """How the components of a memory's relevance make one score.
 
     Each weight multiplies a component's z-score ("zscore") or its reciprocal rank ("rrf").
-    The defaults were measured on LoCoMo's development split (benchmarks/locomo.py); every
-    component counts: leaving any one out costs 2 to 8 points of R@5.
+    The defaults were measured on LoCoMo's development split (benchmarks/locomo.py and the
+    prototype in docs/recall.md, where leaving any one component out cost 2 to 8 points of R@5).
     """
 
     method: Literal["zscore", "rrf"] = "zscore"
@@ -148,27 +147,16 @@ class Recaller:
         asked = queries(prompt, task)
         span = window(prompt, as_of or now)
         query, candidates = self._candidates(prompt, asked, span, project, as_of)
-        sides = _sides(self.memories.around(list(candidates.found)))
-        vectors, sessions = self.vectors.vectors_of(
-            list(
-                dict.fromkeys([*candidates.found, *sides, *(t for pair in sides.values() for t in pair if t)])
-            )
-        )
-        ids = [
-            m for m in dict.fromkeys([*candidates.found, *sides]) if m in vectors
-        ]  # not embedded yet: later
-        components = self._components(query, ids, sides, vectors, sessions, candidates, project)
-        if fusion.method == "rrf":
-            components = {name: reciprocal_ranks(values, fusion.k) for name, values in components.items()}
-        fused = _fuse(fusion, ids, components, sides, candidates.in_window, span is not None and span.vague)
-        high, low = max(fused.values(), default=1.0), min(fused.values(), default=0.0)
-        if network is None and category is None:  # strength and confidence weigh, they do not lift
-            ids = sorted(ids, key=lambda m: -fused[m])[: max(_SHORTLIST, 3 * limit)]
+        vague = span is not None and span.vague
+        relevance, components = self._relevance(query, candidates, project, fusion, vague)
+        ids = sorted(relevance, key=lambda m: -relevance[m])
+        if network is None and category is None:  # with a filter, the best may all be filtered out
+            ids = ids[: max(_SHORTLIST, 3 * limit)]
         features = self.memories.features(ids, candidates.named)
         scored = [
             _score(
                 features[m],
-                (fused[m] - low) / (high - low) if high > low else 1.0,
+                relevance[m],
                 candidates.found.get(m, ["neighbour"]),
                 {name: round(float(values[m]), 6) for name, values in components.items() if m in values},
                 weighting,
@@ -197,6 +185,23 @@ class Recaller:
             weighting=request.weighting,
             dedup=request.dedup,
         )
+
+    def _relevance(
+        self, query: Vector, candidates: Candidates, project: str | None, fusion: Fusion, vague: bool
+    ) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+        """Each candidate's relevance, fused and scaled from the worst (0) to the best (1), and
+        its components. The turns next to those found are candidates too."""
+        sides = _sides(self.memories.around(list(candidates.found)))
+        read = [*candidates.found, *sides, *(t for pair in sides.values() for t in pair if t)]
+        vectors, sessions = self.vectors.vectors_of(list(dict.fromkeys(read)))
+        # a memory not embedded yet is left for a later recall
+        ids = [m for m in dict.fromkeys([*candidates.found, *sides]) if m in vectors]
+        components = self._components(query, ids, sides, vectors, sessions, candidates, project)
+        if fusion.method == "rrf":
+            components = {name: reciprocal_ranks(values, fusion.k) for name, values in components.items()}
+        fused = _fuse(fusion, ids, components, sides, candidates.in_window, vague)
+        high, low = max(fused.values(), default=1.0), min(fused.values(), default=0.0)
+        return {m: (f - low) / (high - low) if high > low else 1.0 for m, f in fused.items()}, components
 
     def _candidates(
         self,
