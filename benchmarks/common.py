@@ -3,11 +3,12 @@
 import glob
 import json
 import os
+from datetime import datetime
 from typing import Any
 
 from ingest.envelope import encode_event
-from schemas.ids import new_event_id, utc_now_iso
-from schemas.kinds import HOOK_KINDS, SOURCE_CLAUDE_CODE
+from schemas.ids import derived_event_id, new_event_id, utc_now_iso
+from schemas.kinds import HOOK_KINDS, SOURCE_CLAUDE_CODE, SOURCE_IMPORT
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PAYLOADS = os.path.join(HERE, "..", "..", "shared", "fixtures", "claude-code", "hook-payloads")
@@ -37,6 +38,26 @@ def hook_events(n: int) -> list[bytes]:
         )
         for p in (payloads[i % len(payloads)] for i in range(n))
     ]
+
+
+def prompt_event(
+    prompt: str, *, project: str, session_id: str, at: datetime, key: str, **payload: object
+) -> tuple[str, bytes]:
+    """A UserPromptSubmit event as an import sends it, and its id, derived from (at, project,
+    key): sending it again is not a second prompt."""
+    event_id = derived_event_id(int(at.timestamp() * 1000), project, key)
+    stamp = at.isoformat().replace("+00:00", "Z")
+    body = {"hook_event_name": "UserPromptSubmit", "session_id": session_id, "prompt": prompt, **payload}
+    event = encode_event(
+        HOOK_KINDS["UserPromptSubmit"],
+        body,
+        event_id=event_id,
+        ts=stamp,
+        recorded_at=stamp,
+        project=project,
+        source=SOURCE_IMPORT,
+    )
+    return event_id, event
 
 
 LOCOMO = os.path.join(HERE, "..", "..", "shared", "bench", "locomo", "locomo10_dev.json")

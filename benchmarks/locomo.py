@@ -26,15 +26,12 @@ from typing import Any
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
-from benchmarks.common import LOCOMO  # noqa: E402
-from ingest.envelope import encode_event  # noqa: E402
+from benchmarks.common import LOCOMO, prompt_event  # noqa: E402
 from projections import sql  # noqa: E402
 from projections.embeddings import load_encoder  # noqa: E402
 from projections.recall.memories import Memories  # noqa: E402
 from projections.recall.pipeline import Recaller  # noqa: E402
 from projections.vectors import Vectors, vectors_path  # noqa: E402
-from schemas.ids import derived_event_id  # noqa: E402
-from schemas.kinds import HOOK_KINDS, SOURCE_IMPORT  # noqa: E402
 from schemas.settings import Settings  # noqa: E402
 from workers.dispatcher import append_to_stream  # noqa: E402
 from workers.redis_client import connect  # noqa: E402
@@ -66,27 +63,16 @@ def turn_events(sample: dict[str, Any]) -> tuple[list[bytes], dict[str, str], da
     events, dia_of = [], {}
     for session, started in dates.items():
         for i, turn in enumerate(conversation.get(session) or []):
-            at = started + timedelta(seconds=30 * i)
-            event_id = derived_event_id(int(at.timestamp() * 1000), sample["sample_id"], turn["dia_id"])
-            dia_of[event_id] = turn["dia_id"]
-            payload = {
-                "hook_event_name": "UserPromptSubmit",
-                "session_id": f"{sample['sample_id']}-{session}",
-                "prompt": turn_text(turn),
-                "speaker": turn["speaker"],
-            }
-            stamp = at.isoformat().replace("+00:00", "Z")
-            events.append(
-                encode_event(
-                    HOOK_KINDS["UserPromptSubmit"],
-                    payload,
-                    event_id=event_id,
-                    ts=stamp,
-                    recorded_at=stamp,
-                    project=sample["sample_id"],
-                    source=SOURCE_IMPORT,
-                )
+            event_id, event = prompt_event(
+                turn_text(turn),
+                project=sample["sample_id"],
+                session_id=f"{sample['sample_id']}-{session}",
+                at=started + timedelta(seconds=30 * i),
+                key=turn["dia_id"],
+                speaker=turn["speaker"],
             )
+            dia_of[event_id] = turn["dia_id"]
+            events.append(event)
     return events, dia_of, max(dates.values()) + timedelta(days=1)
 
 

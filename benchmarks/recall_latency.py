@@ -31,18 +31,15 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
-from benchmarks.common import locomo_questions, locomo_turns  # noqa: E402
+from benchmarks.common import locomo_questions, locomo_turns, prompt_event  # noqa: E402
 from benchmarks.hook_latency import compile_bytecode, percentile  # noqa: E402
 from benchmarks.locomo import embedded_turns  # noqa: E402
 from benchmarks.vector_search import NOISE  # noqa: E402
 from ingest.context import ask  # noqa: E402
-from ingest.envelope import encode_event  # noqa: E402
 from ingest.project import project_key  # noqa: E402
 from projections.chunking import chunk  # noqa: E402
 from projections.embeddings import EmbeddingCache, content_hash, load_encoder  # noqa: E402
 from projections.vectors import vectors_root  # noqa: E402
-from schemas.ids import derived_event_id  # noqa: E402
-from schemas.kinds import HOOK_KINDS, SOURCE_IMPORT  # noqa: E402
 from schemas.settings import Settings  # noqa: E402
 from workers.dispatcher import append_to_stream  # noqa: E402
 from workers.embedding import CACHE  # noqa: E402
@@ -80,29 +77,17 @@ def fill_cache(settings: Settings, texts: list[str], seed: int = 7) -> None:
 
 def events(texts: list[str]) -> tuple[list[bytes], set[str]]:
     start = datetime(2026, 1, 1, tzinfo=UTC)
-    encoded, ids = [], set()
-    for i, text in enumerate(texts):
-        at = start + timedelta(minutes=i)
-        event_id = derived_event_id(int(at.timestamp() * 1000), PROJECT, str(i))
-        stamp = at.isoformat().replace("+00:00", "Z")
-        payload = {
-            "hook_event_name": "UserPromptSubmit",
-            "session_id": f"s{i // TURNS_PER_SESSION:06d}",
-            "prompt": text,
-        }
-        encoded.append(
-            encode_event(
-                HOOK_KINDS["UserPromptSubmit"],
-                payload,
-                event_id=event_id,
-                ts=stamp,
-                recorded_at=stamp,
-                project=PROJECT,
-                source=SOURCE_IMPORT,
-            )
+    made = [
+        prompt_event(
+            text,
+            project=PROJECT,
+            session_id=f"s{i // TURNS_PER_SESSION:06d}",
+            at=start + timedelta(minutes=i),
+            key=str(i),
         )
-        ids.add(event_id)
-    return encoded, ids
+        for i, text in enumerate(texts)
+    ]
+    return [event for _, event in made], {event_id for event_id, _ in made}
 
 
 def wait_for(condition: str, check: object, timeout_s: float) -> None:
