@@ -68,6 +68,7 @@ def test_three_to_five_queries_the_prompt_first() -> None:
         ("when they met on Aug 15th", datetime(2026, 8, 15, tzinfo=UTC), 1),
         ("what happened on 30 December", datetime(2025, 12, 30, tzinfo=UTC), 1),  # the last one
         ("le 3 mars", datetime(2026, 3, 3, tzinfo=UTC), 1),
+        ("the release of May 3rd", datetime(2026, 5, 3, tzinfo=UTC), 1),
     ],
 )
 def test_time_windows_are_read_against_now(prompt: str, start: datetime, days: int) -> None:
@@ -79,6 +80,9 @@ def test_time_windows_are_read_against_now(prompt: str, start: datetime, days: i
 def test_no_window_when_no_time_is_named() -> None:
     assert window("may I ask how the hook works", NOW) is None
     assert window("what about February 30", NOW) is None  # no such day
+    assert window("the log of 2024-13-40", NOW) is None
+    for words in ("Python 3 may break this", "these 2 may conflict", "the last 3 dec builds"):
+        assert window(words, NOW) is None, words
 
 
 def test_loose_times_are_vague_and_named_ones_are_not() -> None:

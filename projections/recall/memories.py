@@ -180,7 +180,11 @@ class Memories:
         if self._db is not None and identity == self._snapshot:
             return None
         db = sql.connect(self.settings)
-        db.execute(_RECALL_TABLES)
+        try:
+            db.execute(_RECALL_TABLES)
+        except BaseException:
+            db.close()
+            raise
         return db, identity
 
     def swap(self, opened: tuple[duckdb.DuckDBPyConnection, tuple[int, int] | None]) -> None:

@@ -19,7 +19,7 @@
 
 import math
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 
@@ -40,7 +40,7 @@ from schemas.memory import Category, Network
 from schemas.recall import RecallRequest, Weighting
 
 Sides = tuple[str | None, str | None]  # the turns before and after a turn
-_SHORTLIST = 50  # the best candidates by relevance, weighed by strength and confidence
+_SHORTLIST = 50  # candidates weighed by strength and confidence at once, the most relevant first
 
 
 class Fusion(msgspec.Struct, frozen=True):
@@ -149,23 +149,27 @@ class Recaller:
         query, candidates = self._candidates(prompt, asked, span, project, as_of)
         vague = span is not None and span.vague
         relevance, components = self._relevance(query, candidates, project, fusion, vague)
-        ids = sorted(relevance, key=lambda m: -relevance[m])
-        if network is None and category is None:  # with a filter, the best may all be filtered out
-            ids = ids[: max(_SHORTLIST, 3 * limit)]
-        features = self.memories.features(ids, candidates.named)
-        scored = [
-            _score(
-                features[m],
-                relevance[m],
-                candidates.found.get(m, ["neighbour"]),
-                {name: round(float(values[m]), 6) for name, values in components.items() if m in values},
-                weighting,
-                len(candidates.named),
-                now,
-            )
-            for m in ids
-            if m in features and _admitted(features[m], as_of, now, network, category)
-        ]
+        ranked = sorted(relevance, key=lambda m: -relevance[m])
+        step = max(_SHORTLIST, 3 * limit)
+        scored: list[Scored] = []
+        for start in range(0, len(ranked), step):  # the best first, until enough are admitted
+            ids = ranked[start : start + step]
+            features = self.memories.features(ids, candidates.named)
+            scored += [
+                _score(
+                    features[m],
+                    relevance[m],
+                    candidates.found.get(m, ["neighbour"]),
+                    {name: round(float(values[m]), 6) for name, values in components.items() if m in values},
+                    weighting,
+                    len(candidates.named),
+                    now,
+                )
+                for m in ids
+                if m in features and _admitted(features[m], as_of, now, network, category)
+            ]
+            if len(scored) >= limit:
+                break
         scored.sort(key=lambda s: -s.score)
         if dedup:
             merged = fabric.deduplicated(scored, lambda r: r.text)
@@ -219,29 +223,34 @@ class Recaller:
         texts = [pool.submit(self.vectors.matching, q.text, self.depth, where) for q in asked]
         sessions = pool.submit(self.vectors.matching_sessions, prompt, self.depth, _where(project, None))
         graph = pool.submit(self._graph, prompt)
-        query = encoded.result()
-        inside = _where(project, as_of, _recorded_about(span)) if span else None
-        semantic = pool.submit(self.vectors.nearest, query.tolist(), self.depth, where)
-        timely = (
-            [  # the best matches among the memories of that time
-                pool.submit(self.vectors.nearest, query.tolist(), self.depth, inside),
-                pool.submit(self.vectors.matching, prompt, self.depth, inside),
-            ]
-            if inside
-            else []
-        )
-        found: dict[str, list[str]] = {}
-        _note(found, _memories(semantic.result()), "semantic")
-        fulltext = []
-        for asking, matching in zip(asked, texts, strict=True):
-            matches = _best_scores(matching.result(), "memory_id")
-            _note(found, matches, "fulltext")
-            fulltext.append((matches, asking.weight))
-        named, facts = graph.result()
-        _note(found, facts, "graph")
-        in_window = {m for future in timely for m in _memories(future.result())}
-        _note(found, sorted(in_window), "temporal")
-        matched = sessions.result()
+        asking = [encoded, *texts, sessions, graph]
+        try:
+            query = encoded.result()
+            inside = _where(project, as_of, _recorded_about(span)) if span else None
+            semantic = pool.submit(self.vectors.nearest, query.tolist(), self.depth, where)
+            timely = (
+                [  # the best matches among the memories of that time
+                    pool.submit(self.vectors.nearest, query.tolist(), self.depth, inside),
+                    pool.submit(self.vectors.matching, prompt, self.depth, inside),
+                ]
+                if inside
+                else []
+            )
+            asking += [semantic, *timely]
+            found: dict[str, list[str]] = {}
+            _note(found, _memories(semantic.result()), "semantic")
+            fulltext = []
+            for weighed, matching in zip(asked, texts, strict=True):
+                matches = _best_scores(matching.result(), "memory_id")
+                _note(found, matches, "fulltext")
+                fulltext.append((matches, weighed.weight))
+            named, facts = graph.result()
+            _note(found, facts, "graph")
+            in_window = {m for future in timely for m in _memories(future.result())}
+            _note(found, sorted(in_window), "temporal")
+            matched = sessions.result()
+        finally:  # a failed retriever: the others end before the next recall uses DuckDB
+            wait(asking)
         turns = dict(zip(matched["session_id"].to_pylist(), matched["turns"].to_pylist(), strict=True))
         return query, Candidates(
             found, fulltext, _best_scores(matched, "session_id"), turns, named, facts, in_window

@@ -17,8 +17,13 @@ _MONTH = "|".join(sorted(_MONTHS, key=len, reverse=True))
 _ISO = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
 _DAY_MONTH_YEAR = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th|er)?\s+({_MONTH})\.?,?\s+(\d{{4}})\b", re.I)
 _MONTH_DAY_YEAR = re.compile(rf"\b({_MONTH})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?(?:,\s*|\s+)(\d{{4}})\b", re.I)
-_DAY_MONTH = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th|er)?\s+(?:of\s+)?({_MONTH})\b", re.I)
-_MONTH_DAY = re.compile(rf"\b({_MONTH})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?\b", re.I)
+# A day said without its year takes a month's full name or an ordinal: "3 may" and "the last
+# 3 dec builds" are not dates, "May 3rd" and "15 August" are.
+_FULL = "|".join(sorted((n for n in _MONTHS if len(n) > 3), key=len, reverse=True))
+_DAY_MONTH = re.compile(
+    rf"\b(\d{{1,2}})(?:(?:st|nd|rd|th|er)\s+(?:of\s+)?({_MONTH})|\s+(?:of\s+)?({_FULL}))\b", re.I
+)
+_MONTH_DAY = re.compile(rf"\b(?:({_MONTH})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)|({_FULL})\s+(\d{{1,2}}))\b", re.I)
 _MONTH_YEAR = re.compile(rf"\b({_MONTH})\.?,?\s+(\d{{4}})\b", re.I)
 _IN_MONTH = re.compile(rf"\b(?:in|en|during|pendant)\s+({_MONTH})\b", re.I)
 _IN_YEAR = re.compile(r"\b(?:in|en|during|pendant)\s+((?:19|20)\d{2})\b", re.I)
@@ -49,17 +54,15 @@ def window(prompt: str, now: datetime | None = None) -> Window | None:
     """The first time span `prompt` names, read against `now`; None when it names none."""
     now = now or datetime.now(UTC)
     text = prompt.lower()
-    if m := _ISO.search(text):
-        return _days(date(int(m[1]), int(m[2]), int(m[3])), 1)
-    if m := _DAY_MONTH_YEAR.search(text):
-        return _days(date(int(m[3]), _MONTHS[m[2].lower()], int(m[1])), 1)
-    if m := _MONTH_DAY_YEAR.search(text):
-        return _days(date(int(m[3]), _MONTHS[m[1].lower()], int(m[2])), 1)
-    if m := _MONTH_YEAR.search(text):
-        return _month(int(m[2]), _MONTHS[m[1].lower()])
-    if (m := _DAY_MONTH.search(text)) and (day := _last(now.date(), _MONTHS[m[2].lower()], int(m[1]))):
+    if day := _named_day(text, now.date()):
         return _days(day, 1)
-    if (m := _MONTH_DAY.search(text)) and (day := _last(now.date(), _MONTHS[m[1].lower()], int(m[2]))):
+    if (m := _MONTH_YEAR.search(text)) and (first := _date(int(m[2]), _MONTHS[m[1]], 1)):
+        return _month(first.year, first.month)
+    if (m := _DAY_MONTH.search(text)) and (day := _last(now.date(), _MONTHS[m[2] or m[3]], int(m[1]))):
+        return _days(day, 1)
+    if (m := _MONTH_DAY.search(text)) and (
+        day := _last(now.date(), _MONTHS[m[1] or m[3]], int(m[2] or m[4]))
+    ):
         return _days(day, 1)
     for phrase, (back, span) in sorted(_RELATIVE.items(), key=lambda p: -len(p[0])):
         if re.search(rf"(?<!\w){re.escape(phrase)}(?!\w)", text):
@@ -74,14 +77,28 @@ def window(prompt: str, now: datetime | None = None) -> Window | None:
     return None
 
 
+def _named_day(text: str, today: date) -> date | None:
+    """A day said with its year: ISO, "8 May, 2023", "May 8, 2023" (None for "31 Feb 2024")."""
+    if m := _ISO.search(text):
+        return _date(int(m[1]), int(m[2]), int(m[3]))
+    if m := _DAY_MONTH_YEAR.search(text):
+        return _date(int(m[3]), _MONTHS[m[2]], int(m[1]))
+    if m := _MONTH_DAY_YEAR.search(text):
+        return _date(int(m[3]), _MONTHS[m[1]], int(m[2]))
+    return None
+
+
+def _date(year: int, month: int, day: int) -> date | None:
+    try:
+        return date(year, month, day)
+    except ValueError:  # no such day: no window
+        return None
+
+
 def _last(today: date, month: int, day: int) -> date | None:
     """The latest `month`/`day` on or before `today` (a date said without its year)."""
     for year in range(today.year, today.year - 5, -1):  # February 29th: up to a leap year back
-        try:
-            found = date(year, month, day)
-        except ValueError:
-            continue
-        if found <= today:
+        if (found := _date(year, month, day)) and found <= today:
             return found
     return None
 
