@@ -55,8 +55,8 @@ class RecallService:
         return {"recall": found}
 
     def refresh(self) -> None:
-        """Read the latest snapshot from the next recall on: opened and warmed first, swapped
-        in between two recalls."""
+        """Read the latest snapshot from the next recall on: opened and its recall tables built
+        first, swapped in between two recalls."""
         try:
             if opened := self.recaller.memories.newer():
                 with self.lock:
