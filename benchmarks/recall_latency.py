@@ -12,7 +12,7 @@ context to inject. The questions come a pause apart, as from a person: each reca
 a memory.retrieved event, which the stack folds and embeds meanwhile (`--pause 0` asks back
 to back, while the stack is still busy with the answers before). Prints one JSON line per size.
 
-    python benchmarks/recall_latency.py [--memories 10000 100000] [--queries 200] [--pause 1]
+    python benchmarks/recall_latency.py [--memories 10000 100000] [--queries 200] [--pause 1] [--home DIR]
 """
 
 import argparse
@@ -98,19 +98,21 @@ def wait_for(condition: str, check: object, timeout_s: float) -> None:
         time.sleep(0.5)
 
 
-def measure(n: int, queries: list[str], reverie: str, pause_s: float) -> dict[str, object]:
-    home = tempfile.mkdtemp(prefix="rv-recall-")
+def measure(n: int, queries: list[str], reverie: str, pause_s: float, kept: str | None) -> dict[str, object]:
+    home = os.path.join(kept, str(n)) if kept else tempfile.mkdtemp(prefix="rv-recall-")
     settings = Settings(home)
     env = {k: v for k, v in os.environ.items() if k != "REDIS_URL"} | {"REVERIE_HOME": home}
     texts = memories(n)
-    fill_cache(settings, texts)
+    encoded, ids = events(texts)
+    ingesting = not ids <= embedded_turns(settings)  # a kept --home holds them already
+    if ingesting:
+        fill_cache(settings, texts)
     stack = subprocess.Popen([reverie, "up"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_for("the stack is up", lambda: (s := stack_status(settings)).reachable and s.dispatchers, 60)
-        encoded, ids = events(texts)
         started = time.perf_counter()
         client = connect(settings)
-        for start in range(0, len(encoded), 5_000):
+        for start in range(0, len(encoded) if ingesting else 0, 5_000):
             append_to_stream(client, encoded[start : start + 5_000])
         wait_for("every memory is embedded", lambda: ids <= embedded_turns(settings), 3_600)
         ingested_s = time.perf_counter() - started
@@ -120,13 +122,14 @@ def measure(n: int, queries: list[str], reverie: str, pause_s: float) -> dict[st
     finally:
         stack.terminate()
         stack.wait(120)
-        shutil.rmtree(home, ignore_errors=True)
+        if not kept:
+            shutil.rmtree(home, ignore_errors=True)
     return {
         "benchmark": "recall_latency",
         "memories": n,
         "queries": len(queries),
         "pause_s": pause_s,
-        "ingested_and_embedded_s": round(ingested_s, 1),
+        "ingested_and_embedded_s": round(ingested_s, 1) if ingesting else None,
         "service_p50_ms": round(statistics.median(service), 1),
         "service_p95_ms": round(percentile(service, 0.95), 1),
         "hook_runs": len(hook),
@@ -177,13 +180,14 @@ def main() -> None:
     parser.add_argument("--memories", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--pause", type=float, default=1.0, help="seconds between two questions")
+    parser.add_argument("--home", help="keep the data directories here (one per size), and reuse them")
     args = parser.parse_args()
     reverie = shutil.which("reverie", path=os.path.dirname(sys.executable))
     assert reverie, "reverie is not installed beside this python"
     compile_bytecode()
     queries = locomo_questions()[: args.queries]
     for n in args.memories:
-        print(json.dumps(measure(n, queries, reverie, args.pause)), flush=True)
+        print(json.dumps(measure(n, queries, reverie, args.pause, args.home)), flush=True)
 
 
 if __name__ == "__main__":

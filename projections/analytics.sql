@@ -61,16 +61,6 @@ SELECT * FROM memories WHERE regexp_matches(text, '\S');
 CREATE VIEW memory_documents AS
 SELECT *, sha256(text) AS content_hash FROM memory_texts;
 
--- Each session's conversation as one document, which full-text search reads as a whole: a
--- question whose words are spread over a talk finds the talk, and so its turns.
-CREATE VIEW session_documents AS
-SELECT *, sha256(text) AS content_hash FROM (
-    SELECT session_id, min(project) AS project, count(*)::INTEGER AS turns,
-        string_agg(text, chr(10) ORDER BY ts, memory_id) AS text
-    FROM memory_texts WHERE kind IN ('prompt', 'message') AND session_id IS NOT NULL
-    GROUP BY session_id
-);
-
 -- Which entities each memory is about.
 CREATE VIEW memory_entities AS
 SELECT fact_id AS memory_id, source AS entity_id FROM facts WHERE source IS NOT NULL

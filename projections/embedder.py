@@ -4,8 +4,7 @@ Each round compares the snapshot's `memory_documents` with what the vectors hold
 and content hash: memories gone or changed lose their chunks, new or changed ones are
 chunked, looked up in the cache, embedded when missing there, and written. So the vectors
 always follow some published snapshot, whatever happened to the store (a replay, a schema
-rebuild), and only text never seen by this model costs model time. The sessions'
-conversations (`session_documents`) follow the same way, for full-text search only.
+rebuild), and only text never seen by this model costs model time.
 """
 
 from collections.abc import Callable, Iterator
@@ -26,7 +25,6 @@ SLICE_CHUNKS = 1_024
 SyncProgress = Callable[[int, int], None]  # (memories done, memories to do)
 
 _CURRENT = "SELECT * FROM memory_documents"
-_SESSIONS = "SELECT * FROM session_documents"
 
 
 class SyncReport(msgspec.Struct, frozen=True):
@@ -50,11 +48,8 @@ class Embedder:
         stop: Callable[[], bool] = lambda: False,
     ) -> SyncReport:
         """Bring the vectors in step with the memory texts `db` shows (see projections/sql.py)."""
-        stale, fresh = _changes(db, _CURRENT, self.vectors.held(), "memory_id")
-        sessions_changed = self._sync_sessions(db)
+        stale, fresh = _changes(db, self.vectors.held())
         if not stale and not fresh.num_rows and self.vectors.manifest_published():
-            if sessions_changed:
-                self.vectors.maintain()
             return SyncReport()
         added = chunks = encoded = 0
         finished = True
@@ -76,12 +71,6 @@ class Embedder:
     def close(self) -> None:
         self.cache.close()
 
-    def _sync_sessions(self, db: duckdb.DuckDBPyConnection) -> bool:
-        """Bring the sessions in step with `session_documents`; whether any changed."""
-        stale, fresh = _changes(db, _SESSIONS, self.vectors.held_sessions(), "session_id")
-        self.vectors.replace_sessions(fresh, stale)
-        return bool(stale or fresh.num_rows)
-
     def _write(self, rows: pa.Table) -> int:
         """Embed and add one slice of chunk rows; how many chunks the model had to encode."""
         texts = rows.column("text").to_pylist()
@@ -99,18 +88,16 @@ class Embedder:
         return len(missing)
 
 
-def _changes(
-    db: duckdb.DuckDBPyConnection, current: str, held: pa.Table, key: str
-) -> tuple[list[tuple[str, str]], pa.Table]:
-    """What `held` has that `current` no longer shows, as (key, content_hash), and the rows of
-    `current` that `held` lacks, in key order."""
+def _changes(db: duckdb.DuckDBPyConnection, held: pa.Table) -> tuple[list[tuple[str, str]], pa.Table]:
+    """What `held` has that the memory texts no longer show, as (memory_id, content_hash), and
+    the memory rows `held` lacks, in memory_id order."""
     db.register("held", held)
     try:
         stale = db.execute(
-            f"SELECT {key}, content_hash FROM held ANTI JOIN ({current}) USING ({key}, content_hash)"
+            f"SELECT memory_id, content_hash FROM held ANTI JOIN ({_CURRENT}) USING (memory_id, content_hash)"
         ).fetchall()
         fresh = db.sql(
-            f"SELECT * FROM ({current}) ANTI JOIN held USING ({key}, content_hash) ORDER BY {key}"
+            f"SELECT * FROM ({_CURRENT}) ANTI JOIN held USING (memory_id, content_hash) ORDER BY memory_id"
         ).to_arrow_table()
     finally:
         db.unregister("held")

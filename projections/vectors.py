@@ -5,14 +5,13 @@
         embedding-cache.duckdb          vectors by (model, content hash): projections/embeddings.py
         <model>-<version>/              one LanceDB database per model and layout
             memories.lance/             a row per chunk: the chunk, its memory, its vector
-            sessions.lance/             a row per session: its conversation, for full-text search
             embedded.parquet            (memory_id, content_hash) of what is in, for SQL readers
 
 The vectors follow the memories of the projections (`memory_documents` in analytics.sql): a
-memory whose text changed is embedded again, one that is gone is removed; the sessions follow
-`session_documents` the same way. LanceDB keeps
-versions, so readers search while the embedder writes; DuckDB readers cannot open LanceDB,
-so the embedder publishes what it holds as Parquet (memory_health.embedding_coverage).
+memory whose text changed is embedded again, one that is gone is removed. LanceDB keeps
+versions, so readers read while the embedder writes (recall reads it all into memory:
+recall/index.py); DuckDB readers cannot open LanceDB, so the embedder publishes what it holds
+as Parquet (memory_health.embedding_coverage).
 
 lancedb is imported on first use: it costs seconds, and `reverie sql` only needs the paths.
 """
@@ -41,16 +40,14 @@ Vector = npt.NDArray[np.float32]
 # Bump when the rows or the chunking change: the vectors are then rebuilt, from the cache.
 LAYOUT = 4
 TABLE = "memories"
-SESSIONS = "sessions"
 MANIFEST = "embedded.parquet"
 # Below this many chunks a flat scan answers within about 6 ms (0.6 ms per 1,000 chunks here,
 # benchmarks/vector_search.py), and an index would only cost its training.
 ANN_MIN_ROWS = 10_000
 # Rows written since the indexes were last brought up to date, beyond which they are: rows
 # outside the indexes are searched one by one, which costs little for vectors but much for full
-# text over long rows (4,750 sessions outside the index took a search from 5 ms to 650 ms).
-_STALE_MEMORIES = 1_000
-_STALE_SESSIONS = 50
+# text over long rows (4,750 long rows outside the index took a search from 5 ms to 650 ms).
+_STALE_ROWS = 1_000
 # The ANN index compares quantized vectors; re-ranking 10x the candidates with the full ones
 # raises its recall@10 against flat search from 0.76 to 0.97 for 1.5 ms at 100k chunks
 # (benchmarks/vector_search.py). Longer lists re-rank about 100 candidates, at least twice theirs.
@@ -80,17 +77,6 @@ def row_schema(dim: int) -> pa.Schema:
     return pa.schema(_columns(dim))
 
 
-SESSION_SCHEMA = pa.schema(
-    [
-        pa.field("session_id", pa.string(), nullable=False),
-        pa.field("project", pa.string()),
-        pa.field("turns", pa.int32(), nullable=False),
-        pa.field("text", pa.string(), nullable=False),
-        pa.field("content_hash", pa.string(), nullable=False),  # session_documents.content_hash
-    ]
-)
-
-
 def vectors_root(projections_dir: str) -> str:
     return os.path.join(projections_dir, "vectors")
 
@@ -114,7 +100,6 @@ class Vectors:
         self.schema = row_schema(dim)
         db = lancedb.connect(path, read_consistency_interval=_FRESH)
         self.table: Table = db.create_table(TABLE, schema=self.schema, exist_ok=True)
-        self.sessions: Table = db.create_table(SESSIONS, schema=SESSION_SCHEMA, exist_ok=True)
 
     def count(self) -> int:
         return self.table.count_rows()
@@ -127,16 +112,6 @@ class Vectors:
     def remove(self, memories: list[tuple[str, str]]) -> None:
         """Delete the chunks of these (memory_id, content_hash): a memory's other texts stay."""
         _delete(self.table, "memory_id", memories)
-
-    def held_sessions(self) -> pa.Table:
-        """(session_id, content_hash) of every session in."""
-        return self.sessions.search().select(["session_id", "content_hash"]).limit(None).to_arrow()
-
-    def replace_sessions(self, fresh: pa.Table, stale: list[tuple[str, str]]) -> None:
-        """Add these session rows, then delete the (session_id, content_hash) they replace."""
-        if fresh.num_rows:
-            self.sessions.add(fresh.select(SESSION_SCHEMA.names).cast(SESSION_SCHEMA))
-        _delete(self.sessions, "session_id", stale)
 
     def add(self, rows: pa.Table) -> None:
         self.table.add(rows.select(self.schema.names).cast(self.schema))
@@ -152,12 +127,7 @@ class Vectors:
         )
         if rows >= ANN_MIN_ROWS:
             wanted["vector"] = IvfHnswSq(distance_type="cosine")
-        _index(self.table, wanted, _STALE_MEMORIES)
-        _index(
-            self.sessions,
-            {"text": FTS(), "project": Bitmap()} if self.sessions.count_rows() else {},
-            _STALE_SESSIONS,
-        )
+        _index(self.table, wanted, _STALE_ROWS)
 
     def manifest_published(self) -> bool:
         """Whether a readable manifest is there (a damaged one is published again)."""
@@ -181,37 +151,10 @@ class Vectors:
             query = query.where(where, prefilter=True)
         return query.limit(limit).to_arrow()
 
-    def matching(self, text: str, limit: int = 10, where: str | None = None) -> pa.Table:
-        """The `limit` chunks that match `text` best by full text (BM25), among those `where`
-        keeps; `_score` is their BM25 score."""
-        return _fulltext(self.table, text, limit, where)
-
-    def matching_sessions(self, text: str, limit: int = 10, where: str | None = None) -> pa.Table:
-        """The `limit` sessions whose whole conversation matches `text` best (BM25)."""
-        return _fulltext(self.sessions, text, limit, where)
-
-    def count_memories(self, where: str | None = None) -> int:
-        """How many memories (not chunks) `where` keeps."""
-        return self.table.count_rows(f"chunk = 0 AND ({where})" if where else "chunk = 0")
-
-    def first_chunks(self, where: str | None = None) -> pa.Table:
-        """memory_id, kind, session_id, ts and vector of the first chunk of each memory `where` keeps."""
-        query = self.table.search().where(f"chunk = 0 AND ({where})" if where else "chunk = 0")
-        return query.select(["memory_id", "kind", "session_id", "ts", "vector"]).limit(None).to_arrow()
-
-    def vectors_of(self, memory_ids: list[str]) -> tuple[dict[str, "Vector"], dict[str, str | None]]:
-        """Each memory's vector (the mean of its chunks', of norm 1), and its session."""
-        if not memory_ids:
-            return {}, {}
-        rows = (
-            self.table.search()
-            .where(f"memory_id IN ({', '.join(map(string_literal, memory_ids))})")
-            .select(["memory_id", "session_id", "vector"])
-            .limit(None)
-            .to_arrow()
-        )
-        sessions = dict(zip(rows["memory_id"].to_pylist(), rows["session_id"].to_pylist(), strict=True))
-        return _memory_vectors(rows), sessions
+    def rows_of(self, memory_ids: list[str], columns: list[str]) -> pa.Table:
+        """The `columns` of the chunks of these memories."""
+        query = self.table.search().where(f"memory_id IN ({', '.join(map(string_literal, memory_ids))})")
+        return query.select(columns).limit(None).to_arrow()
 
     def hybrid(self, text: str, vector: list[float], limit: int = 10) -> pa.Table:
         """The `limit` chunks that rank best by vector and by full text, fused by reciprocal rank."""
@@ -220,13 +163,6 @@ class Vectors:
         query = cast("LanceHybridQueryBuilder", self.table.search(query_type="hybrid"))
         query = query.vector(vector).text(text).distance_type("cosine").refine_factor(_REFINE)
         return query.rerank(RRFReranker()).limit(limit).to_arrow()
-
-
-def _fulltext(table: "Table", text: str, limit: int, where: str | None) -> pa.Table:
-    query = table.search(text, query_type="fts", fts_columns="text")
-    if where:
-        query = query.where(where, prefilter=True)
-    return query.limit(limit).to_arrow()
 
 
 def _delete(table: "Table", key: str, rows: list[tuple[str, str]], per_statement: int = 500) -> None:
@@ -259,13 +195,3 @@ def vector_matrix(rows: pa.Table) -> npt.NDArray[np.float32]:
     dim = rows.schema.field("vector").type.list_size
     flat = rows.column("vector").combine_chunks().flatten().to_numpy()
     return np.asarray(flat, dtype=np.float32).reshape(rows.num_rows, dim)
-
-
-def _memory_vectors(rows: pa.Table) -> dict[str, "Vector"]:
-    """memory_id -> the normalized mean of its chunks' vectors."""
-    ids = rows.column("memory_id").to_pylist()
-    matrix = vector_matrix(rows)
-    sums: dict[str, Vector] = {}
-    for memory_id, vector in zip(ids, matrix, strict=True):
-        sums[memory_id] = sums[memory_id] + vector if memory_id in sums else vector.copy()
-    return {memory_id: total / max(float(np.linalg.norm(total)), 1e-12) for memory_id, total in sums.items()}

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from projections.recall import fabric, scoring
-from projections.recall.baseline import Spread, sparse_z, views
+from projections.recall.baseline import Spread, z_scores
 from projections.recall.fusion import reciprocal_ranks
 from projections.recall.tasks import classify, keywords, queries
 from projections.recall.timeframes import window
@@ -138,20 +138,13 @@ def test_the_spread_gives_the_z_scores_of_every_cosine_without_computing_them() 
     assert Spread(vectors).z(query, vectors) == pytest.approx(exact, rel=1e-3, abs=1e-3)
 
 
-def test_sparse_z_counts_the_unscored_as_zero_and_sessions_as_their_turns() -> None:
-    z = sparse_z({"a": 3.0, "b": 1.0}, None, 4)  # as if scores (3, 1, 0, 0)
-    full = np.array([3.0, 1.0, 0.0, 0.0])
-    assert [z["a"], z["b"], z[""]] == pytest.approx(list((full[:3] - full.mean()) / full.std()))
-    by_turns = sparse_z({"s1": 2.0}, {"s1": 3}, 4)  # a session of 3 turns among 4: (2, 2, 2, 0)
-    assert by_turns["s1"] == pytest.approx((2 - 1.5) / np.std([2, 2, 2, 0]))
-
-
-def test_views_read_a_turn_with_its_neighbours() -> None:
-    vectors = np.eye(3, dtype=np.float32)
-    with_before, around = views(vectors, [-1, 0, 1], [1, 2, -1])
-    assert with_before[0] == pytest.approx([1, 0, 0])  # the first turn has none before it
-    assert with_before[2] == pytest.approx(np.array([0, 1, 1]) / math.sqrt(2))
-    assert around[1] == pytest.approx(np.ones(3) / math.sqrt(3))
+def test_z_scores_are_against_the_scope_alone() -> None:
+    scores = np.array([3.0, 1.0, 0.0, 0.0, 50.0])
+    among = np.array([True, True, True, True, False])  # the last row is in another project
+    inside = scores[:4]
+    z = z_scores(scores, among, np.array([0, 4]))
+    assert z == pytest.approx([(3 - inside.mean()) / inside.std(), (50 - inside.mean()) / inside.std()])
+    assert z_scores(np.zeros(3), np.ones(3, bool), np.array([1])) == pytest.approx([0.0])  # no spread
 
 
 def test_fabric_merges_near_duplicates_into_the_better_one_and_marks_it() -> None:

@@ -114,11 +114,6 @@ def test_every_memory_has_its_vectors_and_every_vector_its_memory(
     }
     assert report.memories_added == len(expected) and report.finished
     assert memories_in_lancedb(embedder.vectors) == expected
-    with sql.connect(settings) as db:
-        sessions = set(rows(db, "SELECT session_id, content_hash FROM session_documents"))
-    held = embedder.vectors.held_sessions()
-    assert set(zip(held["session_id"].to_pylist(), held["content_hash"].to_pylist(), strict=True)) == sessions
-    assert sessions  # every session's conversation is searchable as a whole
     table = embedder.vectors.table.to_arrow()
     chunks: dict[str, list[int]] = {}
     for memory_id, number in zip(table["memory_id"].to_pylist(), table["chunk"].to_pylist(), strict=True):
@@ -177,10 +172,6 @@ def memory_texts(*memories: tuple[str, str, str]) -> duckdb.DuckDBPyConnection:
         "ts TIMESTAMPTZ, text VARCHAR)"
     )
     db.execute("CREATE VIEW memory_documents AS SELECT *, sha256(text) AS content_hash FROM memories")
-    db.execute(  # no sessions: these memories have none
-        "CREATE VIEW session_documents AS SELECT session_id, project, 0 AS turns, text, content_hash "
-        "FROM memory_documents WHERE false"
-    )
     db.executemany("INSERT INTO memories VALUES (?, ?, NULL, NULL, NULL, ?)", [list(m) for m in memories])
     return db
 

@@ -56,12 +56,12 @@ class RecallService:
 
     def refresh(self) -> None:
         """Read the latest snapshot from the next recall on: opened and its recall tables built
-        first, swapped in between two recalls."""
+        first, swapped in between two recalls; and the vectors the embedder wrote since."""
         try:
             if opened := self.recaller.memories.newer():
                 with self.lock:
                     self.recaller.memories.swap(opened)
-            self.recaller.refresh_baselines()  # LanceDB alone: recalls go on meanwhile
+            self.recaller.refresh()  # a new view of the index: recalls go on meanwhile
         except Exception:
             log.exception("recall.refresh_failed")  # the next tick tries again
 
@@ -129,6 +129,7 @@ def open_recaller(settings: Settings, follow: bool = True) -> Recaller:
 def run_recall_service(settings: Settings, stop: threading.Event) -> None:
     """Serve recall on the settings' socket until `stop` is set."""
     service = RecallService(settings, open_recaller(settings, follow=False))
+    service.refresh()  # the memories, read before the first question
     path = settings.recall_socket_path
     if os.path.exists(path):
         os.unlink(path)  # a socket left by a crash (the supervisor runs one service per data directory)

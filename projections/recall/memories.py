@@ -37,7 +37,7 @@ class Features(msgspec.Struct, frozen=True):
 
 
 # Built once per snapshot, off the request path (`Memories.newer`): what scoring needs of every
-# memory, and the two turns before and after each conversation turn in its session.
+# memory.
 _RECALL_TABLES = """
 CREATE TEMP TABLE recall_features AS
 SELECT m.memory_id, m.kind, m.text, m.ts, m.project, m.session_id,
@@ -58,12 +58,6 @@ CREATE TEMP TABLE recall_entities AS
 SELECT memory_id, entity_id, count(*) OVER (PARTITION BY entity_id) AS fan FROM memory_entities;
 
 CREATE TEMP TABLE recall_associations AS SELECT entity_a, entity_b, weight FROM associations;
-
-CREATE TEMP TABLE recall_turns AS
-SELECT memory_id, lag(memory_id, 2) OVER w AS two_before, lag(memory_id) OVER w AS before,
-    lead(memory_id) OVER w AS after, lead(memory_id, 2) OVER w AS two_after
-FROM memory_texts WHERE kind IN ('prompt', 'message') AND session_id IS NOT NULL
-WINDOW w AS (PARTITION BY session_id ORDER BY ts, memory_id);
 """
 
 _FEATURES = """
@@ -80,18 +74,6 @@ SELECT r.memory_id, r.kind, r.text, r.ts, r.project, r.session_id, r.confidence,
     r.valid_at, r.invalid_at, r.expired_at, r.created_at, r.superseded_by
 FROM recall_features r WHERE r.memory_id IN (SELECT unnest($ids::VARCHAR[]))
 """
-
-_AROUND = "SELECT * FROM recall_turns WHERE memory_id IN (SELECT unnest($ids::VARCHAR[]))"
-
-
-class Around(msgspec.Struct, frozen=True):
-    """The turns around a conversation turn in its session (None at its ends)."""
-
-    two_before: str | None
-    before: str | None
-    after: str | None
-    two_after: str | None
-
 
 # Entities the prompt names, then breadth first along facts to depth 2; the facts met on the
 # way are the graph's memories, the nearer first.
@@ -200,13 +182,6 @@ class Memories:
             return {}
         rows = self.db().execute(_FEATURES, {"ids": ids, "named": named or []}).fetchall()
         return {row[0]: Features(*row) for row in rows}
-
-    def around(self, ids: list[str]) -> dict[str, Around]:
-        """The turns around each of these that is a conversation turn."""
-        if not ids:
-            return {}
-        rows = self.db().execute(_AROUND, {"ids": ids}).fetchall()
-        return {memory_id: Around(*others) for memory_id, *others in rows}
 
     def named_entities(self, text: str, words: list[str]) -> list[str]:
         """The entities `text` names (by name, or by one of its `words` as an alias)."""

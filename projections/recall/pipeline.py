@@ -25,14 +25,13 @@ from typing import Literal
 
 import msgspec
 import numpy as np
-import pyarrow as pa
 
 from projections.embeddings import Encoder
-from projections.literals import string_literal
 from projections.recall import fabric, scoring
-from projections.recall.baseline import Baseline, sparse_z, views
+from projections.recall.baseline import Baseline, z_scores
 from projections.recall.fusion import reciprocal_ranks
-from projections.recall.memories import Around, Features, Memories
+from projections.recall.index import Floats, MemoryIndex, RowIds, Rows, Scope
+from projections.recall.memories import Features, Memories
 from projections.recall.tasks import Query, Task, classify, keywords, queries
 from projections.recall.timeframes import Window, window
 from projections.vectors import Vector, Vectors
@@ -40,6 +39,7 @@ from schemas.memory import Category, Network
 from schemas.recall import RecallRequest, Weighting
 
 Sides = tuple[str | None, str | None]  # the turns before and after a turn
+_SEMANTIC = ("semantic", "semantic_before", "semantic_around")  # the model, on the three readings
 _SHORTLIST = 50  # candidates weighed by strength and confidence at once, the most relevant first
 
 
@@ -99,17 +99,17 @@ class Recall(msgspec.Struct, frozen=True):
 class Candidates(msgspec.Struct):
     """What the retrievers found, before scoring."""
 
+    scope: Scope  # the memories searched
     found: dict[str, list[str]]  # memory id -> the retrievers that found it
-    fulltext: list[tuple[dict[str, float], float]]  # per query: BM25 score per memory, query weight
-    sessions: dict[str, float]  # session id -> BM25 score of its whole conversation
-    session_turns: dict[str, int]
+    fulltext: list[tuple[Floats, float]]  # per query: each row's BM25 score, the query's weight
+    sessions: Floats  # each session's BM25 score, its conversation read as one document
     named: list[str]  # the entities the prompt names: the context activation spreads from
     graph: list[str]
     in_window: set[str]
 
 
 class Recaller:
-    """Everything recall needs, loaded once: the model, the vectors, the projections."""
+    """Everything recall needs, loaded once: the model, the memory index, the projections."""
 
     def __init__(
         self,
@@ -120,12 +120,12 @@ class Recaller:
         depth: int = 100,
     ) -> None:
         self.encoder = encoder
-        self.vectors = vectors
+        self.index = MemoryIndex(vectors)
         self.memories = memories
         self.fusion = fusion
         self.depth = depth  # candidates each retriever hands to fusion
         self._baselines: dict[str | None, Baseline] = {}  # per project (None: all)
-        self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="recall")
+        self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="recall")
 
     def recall(
         self,
@@ -141,14 +141,17 @@ class Recaller:
         dedup: bool = False,
         now: datetime | None = None,
     ) -> Recall:
+        if self.memories.follow:
+            self.refresh()
+        rows = self.index.rows
         now = now or datetime.now(UTC)
         fusion = fusion or self.fusion
         task = classify(prompt)
         asked = queries(prompt, task)
         span = window(prompt, as_of or now)
-        query, candidates = self._candidates(prompt, asked, span, project, as_of)
+        query, candidates = self._candidates(rows, prompt, asked, span, project, as_of)
         vague = span is not None and span.vague
-        relevance, components = self._relevance(query, candidates, project, fusion, vague)
+        relevance, components = self._relevance(rows, query, candidates, project, fusion, vague)
         ranked = sorted(relevance, key=lambda m: -relevance[m])
         step = max(_SHORTLIST, 3 * limit)
         scored: list[Scored] = []
@@ -190,124 +193,116 @@ class Recaller:
             dedup=request.dedup,
         )
 
-    def _relevance(
-        self, query: Vector, candidates: Candidates, project: str | None, fusion: Fusion, vague: bool
-    ) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
-        """Each candidate's relevance, fused and scaled from the worst (0) to the best (1), and
-        its components. The turns next to those found are candidates too."""
-        sides = _sides(self.memories.around(list(candidates.found)))
-        read = [*candidates.found, *sides, *(t for pair in sides.values() for t in pair if t)]
-        vectors, sessions = self.vectors.vectors_of(list(dict.fromkeys(read)))
-        # a memory not embedded yet is left for a later recall
-        ids = [m for m in dict.fromkeys([*candidates.found, *sides]) if m in vectors]
-        components = self._components(query, ids, sides, vectors, sessions, candidates, project)
-        if fusion.method == "rrf":
-            components = {name: reciprocal_ranks(values, fusion.k) for name, values in components.items()}
-        fused = _fuse(fusion, ids, components, sides, candidates.in_window, vague)
-        high, low = max(fused.values(), default=1.0), min(fused.values(), default=0.0)
-        return {m: (f - low) / (high - low) if high > low else 1.0 for m, f in fused.items()}, components
+    def refresh(self) -> None:
+        """Bring the index in step with the vectors; compute again the baselines whose scope grew
+        or shrank by a tenth since."""
+        if not self.index.sync():
+            return
+        for project, known in list(self._baselines.items()):
+            scope = self.index.rows.scope(project)
+            if abs(scope.count - known.memories) * 10 > known.memories:
+                self._baselines[project] = Baseline(scope)
+
+    def baseline(self, rows: Rows, project: str | None) -> Baseline:
+        """The spread of the scores of the memories in scope (computed on first use)."""
+        known = self._baselines.get(project)
+        if known is None:
+            known = self._baselines[project] = Baseline(rows.scope(project))
+        return known
 
     def _candidates(
         self,
+        rows: Rows,
         prompt: str,
         asked: list[Query],
         span: Window | None,
         project: str | None,
         as_of: datetime | None,
     ) -> tuple[Vector, Candidates]:
-        """The prompt's vector and what the retrievers found, asked all at once: the model, LanceDB
-        and DuckDB each leave the interpreter while they work."""
-        where = _where(project, as_of)
-        pool = self._pool
-        encoded = pool.submit(lambda: self.encoder.encode([asked[0].text])[0])
-        texts = [pool.submit(self.vectors.matching, q.text, self.depth, where) for q in asked]
-        sessions = pool.submit(self.vectors.matching_sessions, prompt, self.depth, _where(project, None))
-        graph = pool.submit(self._graph, prompt)
-        asking = [encoded, *texts, sessions, graph]
+        """The prompt's vector and what the retrievers found: the model and DuckDB work in
+        threads while numpy searches the words."""
+        scope = rows.scope(project, as_of)
+        encoded = self._pool.submit(lambda: self.encoder.encode([asked[0].text])[0])
+        graph = self._pool.submit(self._graph, prompt)
         try:
+            fulltext = [(scope.bm25(q.text), q.weight) for q in asked]
+            sessions = scope.session_bm25(prompt)
             query = encoded.result()
-            inside = _where(project, as_of, _recorded_about(span)) if span else None
-            semantic = pool.submit(self.vectors.nearest, query.tolist(), self.depth, where)
-            timely = (
-                [  # the best matches among the memories of that time
-                    pool.submit(self.vectors.nearest, query.tolist(), self.depth, inside),
-                    pool.submit(self.vectors.matching, prompt, self.depth, inside),
-                ]
-                if inside
-                else []
-            )
-            asking += [semantic, *timely]
-            found: dict[str, list[str]] = {}
-            _note(found, _memories(semantic.result()), "semantic")
-            fulltext = []
-            for weighed, matching in zip(asked, texts, strict=True):
-                matches = _best_scores(matching.result(), "memory_id")
-                _note(found, matches, "fulltext")
-                fulltext.append((matches, weighed.weight))
             named, facts = graph.result()
-            _note(found, facts, "graph")
-            in_window = {m for future in timely for m in _memories(future.result())}
-            _note(found, sorted(in_window), "temporal")
-            matched = sessions.result()
         finally:  # a failed retriever: the others end before the next recall uses DuckDB
-            wait(asking)
-        turns = dict(zip(matched["session_id"].to_pylist(), matched["turns"].to_pylist(), strict=True))
-        return query, Candidates(
-            found, fulltext, _best_scores(matched, "session_id"), turns, named, facts, in_window
-        )
+            wait([encoded, graph])
+        cosines = rows.vectors @ query
+        found: dict[str, list[str]] = {}
+        _note(found, rows.ids[scope.nearest(cosines, self.depth)], "semantic")
+        for scores, _ in fulltext:
+            _note(found, rows.ids[scope.matching(scores, self.depth)], "fulltext")
+        _note(found, facts, "graph")
+        in_window: set[str] = set()
+        if span:  # the best matches among the memories of that time
+            inside = rows.scope(project, as_of, _recorded_about(span))
+            in_window.update(rows.ids[inside.nearest(cosines, self.depth)])
+            in_window.update(rows.ids[inside.matching(inside.bm25(prompt), self.depth)])
+            _note(found, sorted(in_window), "temporal")
+        return query, Candidates(scope, found, fulltext, sessions, named, facts, in_window)
 
     def _graph(self, prompt: str) -> tuple[list[str], list[str]]:
         """The entities the prompt names, and the facts around them."""
         named = self.memories.named_entities(prompt, keywords(prompt))
         return named, self.memories.around_entities(named, self.depth)
 
+    def _relevance(
+        self,
+        rows: Rows,
+        query: Vector,
+        candidates: Candidates,
+        project: str | None,
+        fusion: Fusion,
+        vague: bool,
+    ) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+        """Each candidate's relevance, fused and scaled from the worst (0) to the best (1), and
+        its components. The turns next to those found are candidates too; a memory not in the
+        index yet (not embedded) is left for a later recall."""
+        found = np.fromiter(rows.rows_of(list(candidates.found)).values(), np.int64)
+        beside = np.concatenate([rows.before[found], rows.after[found]])
+        picked = np.unique(np.concatenate([found, beside[beside >= 0]]))
+        ids: list[str] = rows.ids[picked].tolist()
+        sides = {
+            m: (_memory(rows, rows.before[r]), _memory(rows, rows.after[r]))
+            for m, r in zip(ids, picked, strict=True)
+        }
+        components = self._components(rows, query, picked, ids, candidates, project)
+        if fusion.method == "rrf":
+            components = {name: reciprocal_ranks(values, fusion.k) for name, values in components.items()}
+        fused = _fuse(fusion, ids, components, sides, candidates.in_window, vague)
+        high, low = max(fused.values(), default=1.0), min(fused.values(), default=0.0)
+        return {m: (f - low) / (high - low) if high > low else 1.0 for m, f in fused.items()}, components
+
     def _components(
         self,
+        rows: Rows,
         query: Vector,
+        picked: RowIds,
         ids: list[str],
-        sides: dict[str, Sides],
-        vectors: dict[str, Vector],
-        sessions: dict[str, str | None],
         candidates: Candidates,
         project: str | None,
     ) -> dict[str, dict[str, float]]:
         """Each component's value for each candidate (z-scores, but for the graph: 1 if found)."""
-        baseline = self.baseline(project)
-        rows = list(vectors)
-        row = {m: i for i, m in enumerate(rows)}
-        matrix = np.stack(list(vectors.values())) if rows else np.zeros((0, self.vectors.dim), np.float32)
-        before, after = ([row.get(sides.get(m, (None, None))[i] or "", -1) for m in rows] for i in (0, 1))
-        with_before, both_sides = views(matrix, before, after)
-        scored = [m for m in ids if m in row]
-        picked = [row[m] for m in scored]
+        baseline = self.baseline(rows, project)
+        readings = rows.readings(picked)
         values: dict[str, dict[str, float]] = {}
-        for name, spread, readings in (
-            ("semantic", baseline.semantic, matrix),
-            ("semantic_before", baseline.semantic_before, with_before),
-            ("semantic_around", baseline.semantic_around, both_sides),
-        ):
-            values[name] = dict(zip(scored, spread.z(query, readings[picked]).tolist(), strict=True))
+        spreads = (baseline.semantic, baseline.semantic_before, baseline.semantic_around)
+        for name, spread, reading in zip(_SEMANTIC, spreads, readings, strict=True):
+            values[name] = dict(zip(ids, spread.z(query, reading).tolist(), strict=True))
+        among = candidates.scope.mask
         total_weight = sum(weight for _, weight in candidates.fulltext) or 1.0
-        per_query = [(sparse_z(scores, None, baseline.memories), w) for scores, w in candidates.fulltext]
-        values["fulltext"] = {m: sum(w * z.get(m, z[""]) for z, w in per_query) / total_weight for m in ids}
-        by_session = sparse_z(candidates.sessions, candidates.session_turns, baseline.memories)
-        values["session"] = {m: by_session.get(sessions.get(m) or "", by_session[""]) for m in ids}
-        values["graph"] = {m: 1.0 for m in candidates.graph if m in vectors}
+        fulltext = sum(
+            (w * z_scores(s, among, picked) for s, w in candidates.fulltext), np.zeros(len(picked))
+        )
+        values["fulltext"] = dict(zip(ids, (fulltext / total_weight).tolist(), strict=True))
+        by_session = np.where(rows.turn, candidates.sessions[rows.session], 0.0)
+        values["session"] = dict(zip(ids, z_scores(by_session, among, picked).tolist(), strict=True))
+        values["graph"] = {m: 1.0 for m in candidates.graph if m in values["semantic"]}
         return values
-
-    def baseline(self, project: str | None) -> Baseline:
-        """The spread of the scores of the memories in scope (computed on first use)."""
-        known = self._baselines.get(project)
-        if known is None:
-            known = self._baselines[project] = Baseline(self.vectors.first_chunks(_where(project, None)))
-        return known
-
-    def refresh_baselines(self) -> None:
-        """Compute again the baselines whose scope grew or shrank by a tenth since."""
-        for project, known in list(self._baselines.items()):
-            where = _where(project, None)
-            if abs(self.vectors.count_memories(where) - known.memories) * 10 > known.memories:
-                self._baselines[project] = Baseline(self.vectors.first_chunks(where))
 
 
 def _fuse(
@@ -335,15 +330,8 @@ def _fuse(
     }
 
 
-def _sides(around: dict[str, Around]) -> dict[str, Sides]:
-    """The turns either side of each turn found, and of the turns next to them."""
-    sides = {m: (a.before, a.after) for m, a in around.items()}
-    for m, a in around.items():
-        if a.before:
-            sides.setdefault(a.before, (a.two_before, m))
-        if a.after:
-            sides.setdefault(a.after, (m, a.two_after))
-    return sides
+def _memory(rows: Rows, row: int) -> str | None:
+    return str(rows.ids[row]) if row >= 0 else None
 
 
 def _note(found: dict[str, list[str]], ids: Iterable[str], retriever: str) -> None:
@@ -353,38 +341,10 @@ def _note(found: dict[str, list[str]], ids: Iterable[str], retriever: str) -> No
             sources.append(retriever)
 
 
-def _best_scores(rows: pa.Table, key: str) -> dict[str, float]:
-    """BM25 results -> each key's best `_score`."""
-    best: dict[str, float] = {}
-    for k, score in zip(rows.column(key).to_pylist(), rows.column("_score").to_pylist(), strict=True):
-        best[k] = max(best.get(k, 0.0), score)
-    return best
-
-
 def _recorded_about(span: Window) -> Window:
     """Where memories about `span` are: at it, or in the days after (people tell what they did)."""
     days = (span.end - span.start).days
     return Window(span.start, span.end + timedelta(days=3 if days <= 7 else 7))
-
-
-def _where(project: str | None, as_of: datetime | None, span: Window | None = None) -> str | None:
-    clauses = []
-    if project is not None:
-        clauses.append(f"project = {string_literal(project)}")
-    if as_of is not None:
-        clauses.append(f"ts <= {_timestamp(as_of)}")
-    if span is not None:
-        clauses.append(f"ts >= {_timestamp(span.start)} AND ts < {_timestamp(span.end)}")
-    return " AND ".join(clauses) or None
-
-
-def _timestamp(moment: datetime) -> str:
-    return f"timestamp {string_literal(moment.astimezone(UTC).isoformat(sep=' '))}"
-
-
-def _memories(chunks: pa.Table) -> list[str]:
-    """Chunk rows in rank order -> memory ids in rank order, each at its best chunk."""
-    return list(dict.fromkeys(chunks.column("memory_id").to_pylist()))
 
 
 def _admitted(

@@ -1,0 +1,386 @@
+"""What recall searches, held in the memory of the process that recalls: every memory's vector,
+words, project, session, time and place in its conversation, read from the vectors' LanceDB
+table and kept in step with it (`MemoryIndex.sync`).
+
+Each memory is a row: its chunks' texts joined, the normalized mean of their vectors. Rows are
+only ever appended, so that a recall reading one view (`Rows`) is never disturbed by the sync
+that makes the next: a memory whose text changed gets a new row and its old one dies; when a
+quarter of the rows are dead, everything is read again.
+
+Why not LanceDB's own searches, which recall used before: its BM25 does not let one set k1 and b
+(on LoCoMo's development split, k1 = 0.9 and b = 0.4 with recall/words.py gave 2.3 points of R@5
+more), and each of the five or six searches a recall makes (the prompt's vector, three to five
+queries' words, the sessions') cost 10 to 15 ms with the project prefilter at 100k memories.
+Here the same searches are numpy over arrays (benchmarks/recall_latency.py has the numbers), and
+BM25 of a whole session is summed from its turns' words, so sessions need no table of their own.
+"""
+
+import math
+from collections import Counter
+from datetime import UTC, datetime
+from itertools import pairwise
+from typing import Generic, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from projections.recall.timeframes import Window
+from projections.recall.words import terms
+from projections.vectors import Vectors, vector_matrix
+
+CONVERSATION = ("prompt", "message")  # the kinds of memory that are turns of a session
+K1 = 0.9  # BM25's term frequency saturation
+B = 0.4  # ... and length normalization (both Anserini's defaults for short passages)
+_NO_TIME = np.iinfo(np.int64).max  # a memory without a time is outside every time filter
+_COLUMNS = ["memory_id", "chunk", "kind", "project", "session_id", "ts", "text", "content_hash", "vector"]
+_SEPARATOR = "\x1f"  # between a memory's id and its content hash, in the keys of `held`
+_PER_QUERY = 1_000  # memory ids per LanceDB query for new rows
+# New postings entries are grouped by word on their own until there are this many, or an eighth of
+# the others: then all are grouped again (about 150 ms at 100k memories), off the request path.
+_SETTLE_ENTRIES = 50_000
+
+Item = TypeVar("Item", bound=np.generic)
+Matrix = npt.NDArray[np.float32]
+RowIds = npt.NDArray[np.int64]
+Mask = npt.NDArray[np.bool_]
+Floats = npt.NDArray[np.float64]
+
+
+class _Column(Generic[Item]):
+    """An array rows are appended to; a view taken before an append stays as it was."""
+
+    def __init__(self, dtype: type[Item], width: int = 0) -> None:
+        self._data: npt.NDArray[Item] = np.empty((0, width) if width else 0, dtype)
+        self.size = 0
+
+    def extend(self, values: npt.ArrayLike) -> None:
+        values = np.asarray(values, self._data.dtype)
+        end = self.size + len(values)
+        if end > len(self._data):
+            grown = np.empty((max(end, 2 * len(self._data), 1_024), *self._data.shape[1:]), self._data.dtype)
+            grown[: self.size] = self._data[: self.size]
+            self._data = grown
+        self._data[self.size : end] = values
+        self.size = end
+
+    def view(self) -> npt.NDArray[Item]:
+        return self._data[: self.size]
+
+
+class _Postings:
+    """Which rows hold a word, and how often: the entries of a run of rows, grouped by word."""
+
+    def __init__(self, rows: npt.NDArray[np.int32], words: npt.NDArray[np.int32], counts: Floats) -> None:
+        order = np.argsort(words, kind="stable")
+        self.starts = np.zeros(int(words.max(initial=-1)) + 2, np.int64)
+        np.cumsum(np.bincount(words), out=self.starts[1:])
+        self.rows = rows[order]
+        self.counts = counts[order]
+
+    def of(self, word: int) -> tuple[npt.NDArray[np.int32], Floats]:
+        if word + 1 >= len(self.starts):
+            return self.rows[:0], self.counts[:0]
+        start, end = self.starts[word], self.starts[word + 1]
+        return self.rows[start:end], self.counts[start:end]
+
+
+class Scope:
+    """The rows a recall searches (alive, in the project, in the time asked), and their BM25
+    statistics, computed once for all its searches."""
+
+    def __init__(self, rows: "Rows", mask: Mask) -> None:
+        self.rows = rows
+        self.mask = mask
+        self.count = int(mask.sum())
+        lengths = rows.lengths
+        average = float(lengths[mask].mean()) if self.count else 1.0
+        self._norm = K1 * (1 - B + B * lengths / max(average, 1e-9))
+        self._turns = mask & rows.turn
+        sessions = rows.session[self._turns]
+        self._session_length = np.asarray(
+            np.bincount(sessions, lengths[self._turns], minlength=len(rows.sessions)), np.float64
+        )
+        self.session_turns = np.bincount(sessions, minlength=len(rows.sessions))
+        in_scope = self._session_length > 0
+        self._sessions = int(in_scope.sum())
+        average = float(self._session_length[in_scope].mean()) if self._sessions else 1.0
+        self._session_norm = K1 * (1 - B + B * self._session_length / max(average, 1e-9))
+        self._bm25: dict[tuple[tuple[int, int], ...], Floats] = {}
+
+    def bm25(self, text: str) -> Floats:
+        """Each row's BM25 score for `text` (0 outside the scope)."""
+        words = self._words(text)
+        key = tuple(sorted(words))  # queries that differ in stop words only are scored once
+        if key not in self._bm25:
+            self._bm25[key] = self._score(words)
+        return self._bm25[key]
+
+    def _score(self, words: list[tuple[int, int]]) -> Floats:
+        scores = np.zeros(len(self.mask))
+        for word, times in words:
+            rows, counts = self.rows.postings(word)
+            kept = self.mask[rows]
+            rows, counts = rows[kept], counts[kept]
+            if len(rows):
+                idf = _idf(self.count, len(rows))
+                scores[rows] += times * idf * counts * (K1 + 1) / (counts + self._norm[rows])
+        return scores
+
+    def session_bm25(self, text: str) -> Floats:
+        """Each session's BM25 score for `text`, its turns read as one document."""
+        scores = np.zeros(len(self.rows.sessions))
+        for word, times in self._words(text):
+            rows, counts = self.rows.postings(word)
+            kept = self._turns[rows]
+            in_sessions = np.bincount(self.rows.session[rows[kept]], counts[kept], minlength=len(scores))
+            found = np.flatnonzero(in_sessions)
+            if len(found):
+                idf = _idf(self._sessions, len(found))
+                tf = in_sessions[found]
+                scores[found] += times * idf * tf * (K1 + 1) / (tf + self._session_norm[found])
+        return scores
+
+    def nearest(self, cosines: Floats, limit: int) -> RowIds:
+        """The `limit` rows of the scope with the highest `cosines`, best first."""
+        return best(cosines, limit, self.mask)
+
+    def matching(self, scores: Floats, limit: int) -> RowIds:
+        """The `limit` rows of the scope with the highest BM25 `scores` above 0, best first."""
+        return best(scores, limit, self.mask & (scores > 0))
+
+    def _words(self, text: str) -> list[tuple[int, int]]:
+        vocabulary = self.rows.vocabulary
+        return [(vocabulary[w], n) for w, n in Counter(terms(text)).items() if w in vocabulary]
+
+
+def best(scores: Floats, limit: int, among: Mask) -> RowIds:
+    """The rows of `among` with the `limit` highest scores, best first."""
+    candidates = np.flatnonzero(among)
+    if len(candidates) > limit:
+        candidates = candidates[np.argpartition(-scores[candidates], limit - 1)[:limit]]
+    return candidates[np.argsort(-scores[candidates], kind="stable")]
+
+
+def _idf(documents: int, holding: int) -> float:
+    return math.log(1 + (documents - holding + 0.5) / (holding + 0.5))
+
+
+class Rows:
+    """One view of the index: the rows as they were at a sync (what a recall reads)."""
+
+    def __init__(self, index: "MemoryIndex") -> None:
+        self.count = index.ids.size
+        self.ids: npt.NDArray[np.object_] = index.ids.view()
+        self.row_of = dict(index.row_of)
+        self.vectors: Matrix = index.vectors.view()
+        self.lengths: Floats = index.lengths.view()
+        self.project: npt.NDArray[np.int32] = index.project.view()
+        self.projects = dict(index.projects)
+        self.session: npt.NDArray[np.int32] = index.session.view()
+        self.sessions = list(index.sessions)
+        self.turn: Mask = index.turn.view()
+        self.ts: npt.NDArray[np.int64] = index.ts.view()
+        self.alive: Mask = index.alive.view()
+        self.vocabulary = index.vocabulary  # only grows; words new since are found in no postings
+        self._postings = index.postings
+        self.before, self.after = _neighbours(self)
+
+    def scope(self, project: str | None, as_of: datetime | None = None, span: Window | None = None) -> Scope:
+        """The live rows of `project` (None: all), of `as_of` or before, inside `span`."""
+        mask = self.alive.copy()
+        if project is not None:
+            code = self.projects.get(project)
+            mask &= self.project == code if code is not None else np.zeros_like(mask)
+        if as_of is not None:
+            mask &= self.ts <= _micros(as_of)
+        if span is not None:
+            mask &= (self.ts >= _micros(span.start)) & (self.ts < _micros(span.end))
+        return Scope(self, mask)
+
+    def postings(self, word: int) -> tuple[npt.NDArray[np.int32], Floats]:
+        found = [part.of(word) for part in self._postings]
+        return np.concatenate([rows for rows, _ in found]), np.concatenate([counts for _, counts in found])
+
+    def readings(self, rows: RowIds) -> tuple[Matrix, Matrix, Matrix]:
+        """Each row's vector alone, read with the turn before it, and with the turns either side
+        (normalized sums of their vectors: on LoCoMo as good as embedding the joined texts, 72.0
+        R@5 against 72.2, at no model time)."""
+        own = self.vectors[rows]
+        with_before = own + _vectors_at(self.vectors, self.before[rows])
+        around = with_before + _vectors_at(self.vectors, self.after[rows])
+        return own, _normalized(with_before), _normalized(around)
+
+    def rows_of(self, memory_ids: list[str]) -> dict[str, int]:
+        return {m: row for m in memory_ids if (row := self.row_of.get(m)) is not None}
+
+
+class MemoryIndex:
+    """The rows, kept in step with LanceDB's table by `sync` (one syncing thread at a time;
+    any number of readers of `rows`)."""
+
+    def __init__(self, vectors: Vectors) -> None:
+        self.source = vectors
+        self._reset()
+
+    def _reset(self) -> None:
+        dim = self.source.dim
+        self.ids = _Column(np.object_)
+        self.vectors = _Column(np.float32, dim)
+        self.lengths = _Column(np.float64)
+        self.project = _Column(np.int32)
+        self.session = _Column(np.int32)
+        self.turn = _Column(np.bool_)
+        self.ts = _Column(np.int64)
+        self.alive = _Column(np.bool_)
+        self.row_of: dict[str, int] = {}
+        self.held: dict[str, int] = {}  # memory_id, _SEPARATOR, content_hash -> row
+        self.projects: dict[str, int] = {}
+        self.sessions: list[str] = []
+        self._session_code: dict[str, int] = {}
+        self.vocabulary: dict[str, int] = {}
+        # the postings' entries, a (row, word, count) for each word of each row
+        self._entry_rows = _Column(np.int32)
+        self._entry_words = _Column(np.int32)
+        self._entry_counts = _Column(np.float64)
+        self._settled = 0  # entries in the first postings; the others are in the second
+        self.postings: list[_Postings] = []  # the settled entries', then the recent ones'
+        self._settle()
+        self._version: int | None = None
+        self.rows = Rows(self)
+
+    def sync(self) -> bool:
+        """Read what the table gained and lost since the last sync; whether anything changed."""
+        version = self.source.table.version
+        if version == self._version:
+            return False
+        held = self.source.held()
+        keys = _keys(held)
+        known = pa.array(list(self.held), pa.string())
+        gone = known.filter(pc.invert(pc.is_in(known, value_set=keys))).to_pylist()
+        if len(gone) * 4 > len(self.held):
+            self._reset()
+            gone = []
+        for key in gone:
+            row = self.held.pop(key)
+            self.alive._data[row] = False
+            memory_id = key.partition(_SEPARATOR)[0]
+            if self.row_of.get(memory_id) == row:
+                del self.row_of[memory_id]
+        new = held.filter(pc.invert(pc.is_in(keys, value_set=pa.array(list(self.held), pa.string()))))
+        self._add(self._read(new))
+        self._version = version
+        self.rows = Rows(self)
+        return bool(gone or new.num_rows)
+
+    def _read(self, new: pa.Table) -> pa.Table:
+        """The chunk rows of these (memory_id, content_hash)."""
+        if not new.num_rows:
+            return new
+        if not self.held:  # the first read: everything
+            return self.source.table.search().select(_COLUMNS).limit(None).to_arrow()
+        ids = new["memory_id"].unique().to_pylist()
+        parts = [
+            self.source.rows_of(ids[start : start + _PER_QUERY], _COLUMNS)
+            for start in range(0, len(ids), _PER_QUERY)
+        ]
+        table = pa.concat_tables(parts)
+        return table.filter(pc.is_in(_keys(table), value_set=_keys(new)))
+
+    def _add(self, chunks: pa.Table) -> None:
+        if not chunks.num_rows:
+            return
+        chunks = chunks.sort_by(
+            [("memory_id", "ascending"), ("content_hash", "ascending"), ("chunk", "ascending")]
+        )
+        firsts = np.flatnonzero(np.asarray(pc.equal(chunks["chunk"], 0)))
+        sums = np.add.reduceat(vector_matrix(chunks), firsts, axis=0)
+        texts = chunks["text"].to_pylist()
+        bounds = [*firsts.tolist(), chunks.num_rows]
+        first = chunks.take(pa.array(firsts))
+        start = self.ids.size
+        # a reworded memory's old text stays until the embedder removes it: the newer row answers
+        for offset, (memory_id, content_hash) in enumerate(
+            zip(first["memory_id"].to_pylist(), first["content_hash"].to_pylist(), strict=True)
+        ):
+            self.row_of[memory_id] = self.held[memory_id + _SEPARATOR + content_hash] = start + offset
+        self.ids.extend(np.asarray(first["memory_id"].to_pylist(), dtype=object))
+        self.vectors.extend(_normalized(sums))
+        self.project.extend([self._code(self.projects, p) for p in first["project"].to_pylist()])
+        sessions = first["session_id"].to_pylist()
+        self.session.extend([self._session(s) for s in sessions])
+        kinds = first["kind"].to_pylist()
+        self.turn.extend([k in CONVERSATION and s is not None for k, s in zip(kinds, sessions, strict=True)])
+        times = pc.cast(first["ts"], pa.int64()).fill_null(_NO_TIME)
+        self.ts.extend(np.asarray(times))
+        self.alive.extend(np.ones(first.num_rows, np.bool_))
+        lengths = [
+            self._index_words(start + i, " ".join(texts[a:b])) for i, (a, b) in enumerate(pairwise(bounds))
+        ]
+        self.lengths.extend(lengths)
+        self._settle()
+
+    def _index_words(self, row: int, text: str) -> int:
+        counted = Counter(terms(text))
+        self._entry_rows.extend(np.full(len(counted), row, np.int32))
+        self._entry_words.extend([self._code(self.vocabulary, w) for w in counted])
+        self._entry_counts.extend(list(counted.values()))
+        return sum(counted.values())
+
+    def _settle(self) -> None:
+        """Group the new entries by word: alone while few, with all the others once many."""
+        rows, words, counts = self._entry_rows.view(), self._entry_words.view(), self._entry_counts.view()
+        settled = self.postings[:1]
+        if not settled or len(rows) - self._settled > max(_SETTLE_ENTRIES, self._settled // 8):
+            self._settled = len(rows)
+            settled = [_Postings(rows, words, counts)]
+        recent = slice(self._settled, len(rows))
+        self.postings = [*settled, _Postings(rows[recent], words[recent], counts[recent])]
+
+    def _session(self, session_id: str | None) -> int:
+        if session_id is None:
+            return -1
+        if session_id not in self._session_code:
+            self._session_code[session_id] = len(self.sessions)
+            self.sessions.append(session_id)
+        return self._session_code[session_id]
+
+    @staticmethod
+    def _code(codes: dict[str, int], name: str | None) -> int:
+        if name is None:
+            return -1
+        return codes.setdefault(name, len(codes))
+
+
+def _keys(rows: pa.Table) -> pa.Array:
+    """Each row's memory_id and content_hash, as one string."""
+    return pc.binary_join_element_wise(rows["memory_id"], rows["content_hash"], _SEPARATOR)
+
+
+def _neighbours(rows: Rows) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """The row of the turn before and after each turn in its session (-1: none)."""
+    before = np.full(rows.count, -1, np.int64)
+    after = np.full(rows.count, -1, np.int64)
+    turns = np.flatnonzero(rows.turn & rows.alive)
+    order = turns[np.lexsort((turns, rows.ts[turns], rows.session[turns]))]
+    joined = rows.session[order[1:]] == rows.session[order[:-1]]
+    before[order[1:][joined]] = order[:-1][joined]
+    after[order[:-1][joined]] = order[1:][joined]
+    return before, after
+
+
+def _vectors_at(vectors: Matrix, rows: npt.NDArray[np.int64]) -> Matrix:
+    """The vectors of these rows, zero where the row is -1."""
+    found = vectors[np.maximum(rows, 0)]
+    found[rows < 0] = 0
+    return found
+
+
+def _normalized(vectors: Matrix) -> Matrix:
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return np.asarray(vectors / np.maximum(norms, 1e-12), dtype=np.float32)
+
+
+def _micros(moment: datetime) -> int:
+    return int(moment.astimezone(UTC).timestamp() * 1_000_000)

@@ -1,0 +1,32 @@
+"""The words full-text search counts: lower case, split on anything that is not a letter or a
+digit (so `otel.yaml` and `ERR_PORT` are two words each), stop words left out, the rest
+stemmed (Snowball's English stemmer: "recalled" and "recalls" are one word).
+
+On LoCoMo's development split these words with BM25's k1 = 0.9 and b = 0.4 gave 2.3 points of
+R@5 more than LanceDB's full-text search (k1 = 1.2 and b = 0.75, which it does not let one set).
+"""
+
+import re
+import threading
+
+import Stemmer
+from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+_WORD = re.compile(r"[^\W_]+")
+# what conversation adds to scikit-learn's stop words: the ends of contractions ("didn't" is
+# "didn" and "t"), the forms of "do", fillers; and French's most frequent words
+_SPOKEN = "d ll m re s t ve did didn does doesn doing don gonna hey just like lol oh really wow yeah"
+_FRENCH = """
+    au aux ce ces cette dans de des du elle en est et il ils je la le les ma mes mon nous par pas
+    pour qu que qui quoi sa se ses son sur tu un une vous"""
+STOP_WORDS = frozenset(ENGLISH_STOP_WORDS | set(_SPOKEN.split()) | set(_FRENCH.split()))
+_stemmers = threading.local()  # a Stemmer is not to be shared between threads
+
+
+def terms(text: str) -> list[str]:
+    """The words of `text` that full-text search counts, stemmed, in order."""
+    stemmer = getattr(_stemmers, "english", None)
+    if stemmer is None:
+        stemmer = _stemmers.english = Stemmer.Stemmer("english")
+    words: list[str] = stemmer.stemWords([w for w in _WORD.findall(text.lower()) if w not in STOP_WORDS])
+    return words
