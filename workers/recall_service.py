@@ -7,9 +7,11 @@ A SessionStart answer is also kept as the project's profile, which the hooks inj
 service is down or late.
 """
 
+import math
 import os
 import socketserver
 import threading
+import time
 from datetime import UTC, datetime
 from typing import Any
 
@@ -31,7 +33,11 @@ from workers.dispatcher import append_to_stream
 from workers.redis_client import connect
 
 log = structlog.get_logger("reverie.recall")
-_REFRESH_S = 1.0  # how often the service looks for a newer snapshot
+_REFRESH_S = 1.0  # how often the service looks for new memories
+# How often it reads a snapshot that brings no new memory, only recalls and what the workers
+# learned (a recall's activations, a fact's confidence): building recall's tables of a snapshot
+# costs 230 ms at 100k memories, and every recall makes a snapshot.
+_SNAPSHOT_EVERY_S = 5.0
 _decode = msgspec.json.Decoder(RecallRequest)
 _encode = msgspec.json.Encoder()
 
@@ -42,6 +48,7 @@ class RecallService:
         self.recaller = recaller
         self.lock = threading.Lock()  # one DuckDB connection, one model: one recall at a time
         self.redis = connect(settings, timeout=1.0)
+        self._opened_at = -math.inf  # when the snapshot read was opened
 
     def answer(self, request: RecallRequest) -> dict[str, Any]:
         with self.lock:
@@ -55,13 +62,16 @@ class RecallService:
         return {"recall": found}
 
     def refresh(self) -> None:
-        """Read the latest snapshot from the next recall on: opened and its recall tables built
-        first, swapped in between two recalls; and the vectors the embedder wrote since."""
+        """Read what the embedder wrote since (a new view of the index: recalls go on meanwhile),
+        and the latest snapshot: opened and its recall tables built first, swapped in between two
+        recalls. A snapshot that brings no new memory waits its turn (_SNAPSHOT_EVERY_S)."""
         try:
-            if opened := self.recaller.memories.newer():
+            changed = self.recaller.refresh()
+            due = changed or time.monotonic() - self._opened_at >= _SNAPSHOT_EVERY_S
+            if due and (opened := self.recaller.memories.newer()):
                 with self.lock:
                     self.recaller.memories.swap(opened)
-            self.recaller.refresh()  # a new view of the index: recalls go on meanwhile
+                self._opened_at = time.monotonic()
         except Exception:
             log.exception("recall.refresh_failed")  # the next tick tries again
 

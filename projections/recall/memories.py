@@ -54,13 +54,21 @@ LEFT JOIN facts f ON f.fact_id = m.memory_id
 LEFT JOIN opinions o ON o.opinion_id = m.memory_id
 LEFT JOIN episodes e ON e.episode_id = m.memory_id;
 
+-- recall looks up a few dozen memories among them all: by index, not by a scan (2 ms and 14 at 100k)
+CREATE INDEX recall_features_memory ON recall_features (memory_id);
+
 CREATE TEMP TABLE recall_entities AS
 SELECT memory_id, entity_id, count(*) OVER (PARTITION BY entity_id) AS fan FROM memory_entities;
+CREATE INDEX recall_entities_memory ON recall_entities (memory_id);
 
 CREATE TEMP TABLE recall_associations AS SELECT entity_a, entity_b, weight FROM associations;
 """
 
+# the memories asked for first, by index (6 ms at 100k, where filtering last took 17)
 _FEATURES = """
+WITH r AS MATERIALIZED (
+    SELECT f.* FROM (SELECT unnest($ids::VARCHAR[]) AS memory_id) JOIN recall_features f USING (memory_id)
+)
 SELECT r.memory_id, r.kind, r.text, r.ts, r.project, r.session_id, r.confidence,
     coalesce((SELECT list(a.activated_at ORDER BY a.activated_at) FROM activation_log a
               WHERE a.memory_id = r.memory_id), []) AS uses,
@@ -72,7 +80,7 @@ SELECT r.memory_id, r.kind, r.text, r.ts, r.project, r.session_id, r.confidence,
               OR (a.entity_b = e.entity_id AND list_contains($named::VARCHAR[], a.entity_a))
               WHERE e.memory_id = r.memory_id), 0) AS associated,
     r.valid_at, r.invalid_at, r.expired_at, r.created_at, r.superseded_by
-FROM recall_features r WHERE r.memory_id IN (SELECT unnest($ids::VARCHAR[]))
+FROM r
 """
 
 # Entities the prompt names, then breadth first along facts to depth 2; the facts met on the

@@ -1,11 +1,12 @@
 """Recall: from a prompt to the memories that matter, each with why.
 
 1. Classify the task and generate 3 to 5 weighted queries (recall/tasks.py).
-2. Gather candidates with four retrievers: semantic (LanceDB ANN over the embedded chunks),
-   full text (LanceDB BM25 over the memories, and over whole sessions), graph (the entities the
-   prompt names, breadth first along facts to depth 2) and temporal (the best matches among the
-   memories of a time the prompt names: "yesterday", "in March", a date); then the turns just
-   before and after each conversation turn found.
+2. Gather candidates with four retrievers, all but the graph searching the memory index
+   (recall/index.py): semantic (the prompt's vector against every memory's), full text (BM25
+   over the memories, and over whole sessions, whose best turns are candidates), graph (the
+   entities the prompt names, breadth first along facts to depth 2) and temporal (the best
+   matches among the memories of a time the prompt names: "yesterday", "in March", a date);
+   then the turns just before and after each conversation turn found.
 3. Score every candidate on every component: the model's cosine with the memory alone, with the
    turn before it, and with the turns either side; BM25 of the memory, and of its whole session;
    found by the graph. Fuse them: by default the sum of their z-scores (recall/baseline.py),
@@ -30,7 +31,7 @@ from projections.embeddings import Encoder
 from projections.recall import fabric, scoring
 from projections.recall.baseline import Baseline, z_scores
 from projections.recall.fusion import reciprocal_ranks
-from projections.recall.index import Floats, MemoryIndex, RowIds, Rows, Scope
+from projections.recall.index import Floats, MemoryIndex, RowIds, Rows, Scope, best
 from projections.recall.memories import Features, Memories
 from projections.recall.tasks import Query, Task, classify, keywords, queries
 from projections.recall.timeframes import Window, window
@@ -40,6 +41,7 @@ from schemas.recall import RecallRequest, Weighting
 
 Sides = tuple[str | None, str | None]  # the turns before and after a turn
 _SEMANTIC = ("semantic", "semantic_before", "semantic_around")  # the model, on the three readings
+_SESSIONS = 3  # the sessions whose best turns are candidates (1 or 3: the same on LoCoMo)
 _SHORTLIST = 50  # candidates weighed by strength and confidence at once, the most relevant first
 
 
@@ -193,15 +195,16 @@ class Recaller:
             dedup=request.dedup,
         )
 
-    def refresh(self) -> None:
+    def refresh(self) -> bool:
         """Bring the index in step with the vectors; compute again the baselines whose scope grew
-        or shrank by a tenth since."""
+        or shrank by a tenth since. Whether the memories changed."""
         if not self.index.sync():
-            return
+            return False
         for project, known in list(self._baselines.items()):
             scope = self.index.rows.scope(project)
             if abs(scope.count - known.memories) * 10 > known.memories:
                 self._baselines[project] = Baseline(scope)
+        return True
 
     def baseline(self, rows: Rows, project: str | None) -> Baseline:
         """The spread of the scores of the memories in scope (computed on first use)."""
@@ -237,6 +240,10 @@ class Recaller:
         for scores, _ in fulltext:
             _note(found, rows.ids[scope.matching(scores, self.depth)], "fulltext")
         _note(found, facts, "graph")
+        sessions_found = np.argsort(-sessions)[:_SESSIONS]
+        sessions_found = sessions_found[sessions[sessions_found] > 0]
+        in_sessions = scope.mask & rows.turn & np.isin(rows.session, sessions_found)
+        _note(found, rows.ids[best(cosines, self.depth, in_sessions)], "session")  # their best turns
         in_window: set[str] = set()
         if span:  # the best matches among the memories of that time
             inside = rows.scope(project, as_of, _recorded_about(span))
