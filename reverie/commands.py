@@ -147,8 +147,8 @@ def _parser() -> argparse.ArgumentParser:
         help="(Procfile) run the embedder: memory texts -> LanceDB vectors",
         description="Loads the embedding model once ($REVERIE_EMBEDDING_MODEL, default all-MiniLM-L6-v2, "
         "offline), then keeps the vectors in step with each snapshot the projector publishes: memories are "
-        "chunked, embedded (or taken from the cache of embeddings by content and model) and indexed for "
-        "vector and full-text search. `reverie up` runs one.",
+        "chunked, embedded (or taken from the cache of embeddings by content and model) and written to "
+        "LanceDB, which the recall service follows. `reverie up` runs one.",
     )
     embed.add_argument(
         "--once",

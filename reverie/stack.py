@@ -13,6 +13,8 @@ import msgspec
 from reverie.console import err, fail, out, progress_bar
 from schemas.settings import QUEUE, Settings
 
+BACKGROUND_NICENESS = 10  # the projector's, the embedder's and the RQ workers' (see _in_background)
+
 
 def up(detach: bool, workers: int) -> int:
     from workers.supervisor import Supervisor, running_pid
@@ -141,6 +143,14 @@ def _stop_on_signals() -> threading.Event:
     return stop
 
 
+def _in_background() -> None:
+    """Folding, embedding and jobs can wait, a prompt cannot: on busy cores these processes give
+    way to the hooks and the recall service (a process at nice 10 gets about a tenth of the time
+    one at 0 gets). Under the paced load of benchmarks/recall_latency.py at 100k memories, each
+    prompt sets the stack folding, embedding and re-reading for about a second of CPU."""
+    os.nice(BACKGROUND_NICENESS)
+
+
 def dispatch(name: str | None) -> int:
     from workers.dispatcher import Dispatcher
     from workers.logs import configure_logging
@@ -157,6 +167,7 @@ def project() -> int:
     from workers.projection import run_projector
 
     configure_logging(json=True)
+    _in_background()
     run_projector(Settings.from_env(), _stop_on_signals())
     return 0
 
@@ -171,6 +182,7 @@ def embed(once: bool) -> int:
         from workers.logs import configure_logging
 
         configure_logging(json=True)
+        _in_background()
         run_embedder(settings, _stop_on_signals())
         return 0
     try:
@@ -232,6 +244,7 @@ def worker() -> int:
     from workers.redis_client import connect
 
     configure_logging(json=True)
+    _in_background()
     settings = Settings.from_env()
     client = connect(settings, timeout=None)  # RQ blocks on the queue for minutes
     name = f"{socket.gethostname()}.{os.getpid()}"

@@ -420,3 +420,32 @@ def test_the_stack_embeds_what_it_projects(stack: Stack, env: dict[str, str]) ->
         return bool(submitted and projected == submitted and covered == 1.0)
 
     wait_for(all_embedded, timeout=180, what="the embedder to embed every memory text")
+
+
+def test_the_background_processes_give_way_to_the_hooks_and_the_recall_service(stack: Stack) -> None:
+    from reverie.stack import BACKGROUND_NICENESS
+    from workers.status import stack_status
+
+    def niceness() -> dict[str, int]:
+        """The niceness of each process the stack started, by its command."""
+        pid = stack_status(stack.settings).stack_pid
+        assert pid is not None
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        found = {}
+        for child in children:
+            command = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
+            if b"reverie" in command:  # not the embedded server's binary
+                found[command[command.index(b"reverie") + 1].decode()] = os.getpriority(
+                    os.PRIO_PROCESS, int(child)
+                )
+        return found
+
+    wait_for(
+        lambda: {"dispatch", "project", "embed", "worker", "serve"} <= set(niceness()),
+        timeout=30,
+        what="the stack",
+    )
+    found = niceness()
+    base = os.getpriority(os.PRIO_PROCESS, 0)  # the stack's, as this test's
+    assert found["project"] == found["embed"] == found["worker"] == min(base + BACKGROUND_NICENESS, 19)
+    assert found["serve"] == found["dispatch"] == base

@@ -171,6 +171,7 @@ def test_the_index_follows_the_table(vectors: Vectors) -> None:
     assert index.sync()
     assert not index.sync()  # nothing new: nothing done
     before = index.rows
+    seen = dict(before.row_of)
     chunks = np.eye(DIM)[[len("long") % DIM, (len("long") + 1) % DIM]]
     assert before.vectors[before.row_of["long"]] == pytest.approx(
         chunks.mean(axis=0) / np.linalg.norm(chunks.mean(axis=0))
@@ -185,6 +186,7 @@ def test_the_index_follows_the_table(vectors: Vectors) -> None:
     assert "drop" not in rows.row_of
     assert rows.scope("p").bm25("rotates")[rows.row_of["keep"]] > 0
     assert before.count == 9 and rows.count == 10  # a view read before a sync stays as it was
+    assert before.alive.all() and before.row_of == seen
     vectors.remove([(f"other{n}", content_hash("more words")) for n in range(6)])
     index.sync()  # most are gone: all is read again
     assert index.rows.count == 2 and set(index.rows.row_of) == {"keep", "long"}
@@ -207,3 +209,31 @@ def test_turns_are_read_with_their_neighbours_in_time_order(vectors: Vectors) ->
     assert with_before[1] == pytest.approx(np.array([0, 1, 1, 0]) / math.sqrt(2))
     assert around[2] == pytest.approx(np.array([1, 1, 1, 0]) / math.sqrt(3))
     assert own[2] == pytest.approx([0, 1, 0, 0])
+
+
+def test_a_memory_read_with_two_texts_answers_while_either_lives(vectors: Vectors) -> None:
+    add(vectors, "other", "something else", minute=0)
+    add(vectors, "x", "the old wording", minute=1)
+    add(vectors, "x", "the new wording", minute=1)  # reworded before the index first read it
+    index = MemoryIndex(vectors)
+    index.sync()
+    for text in ("the old wording", "the new wording"):  # whichever goes, the other answers
+        vectors.remove([("x", content_hash(text))])
+        index.sync()
+        rows = index.rows
+        assert rows.alive[rows.row_of["x"]] and rows.scope("p").bm25("wording")[rows.row_of["x"]] > 0
+        add(vectors, "x", text, minute=1)  # back, for the other to go
+        index.sync()
+
+
+def test_dead_rows_are_counted_until_a_quarter_makes_the_index_read_all_again(vectors: Vectors) -> None:
+    for number in range(8):
+        add(vectors, f"m{number}", f"text {number}", minute=number)
+    index = MemoryIndex(vectors)
+    index.sync()
+    for version in range(3):  # each rewording leaves a dead row behind
+        add(vectors, "m0", f"text 0, version {version + 1}")
+        vectors.remove([("m0", content_hash(f"text 0, version {version}" if version else "text 0"))])
+        index.sync()
+    assert index.rows.count == 8  # 3 dead of 11: read again, only the living
+    assert set(index.rows.ids[index.rows.alive]) == {f"m{n}" for n in range(8)}

@@ -16,11 +16,14 @@ from projections.embeddings import Encoder, load_encoder
 from projections.recall import context, scoring
 from projections.recall.memories import Memories
 from projections.recall.pipeline import Fusion, Recaller
+from projections.vectors import Vectors
 from schemas import events, kinds, memory
+from schemas.recall import RecallRequest
 from schemas.settings import Settings
 from tests.conftest import BIN
 from tests.test_projections import Folding, at, derived, observed
 from workers.embedding import lock_vectors, open_embedder, sync_once
+from workers.recall_service import RecallService
 
 NOW = at(0) + timedelta(days=400)
 
@@ -292,3 +295,35 @@ def test_recall_from_the_command_line(recaller: Recaller, env: dict[str, str]) -
         [str(BIN), "recall", "x", "--as-of", "last tuesday"], env=env, capture_output=True, text=True
     )
     assert bad.returncode == 1 and "--as-of" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_the_warm_service_answers_from_memories_embedded_after_it_started(
+    encoder: Encoder, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    settings = Settings(str(tmp_path_factory.mktemp("service")))
+    folding = Folding(settings)
+    folding.fold([observed(kinds.MEMORY_REMEMBERED, 10, text="the build runs on Buildkite")])
+    with lock_vectors(settings):
+        embedder = open_embedder(settings, encoder)
+        sync_once(settings, embedder)
+        reader = Vectors(embedder.vectors.path, encoder.dim)  # the service's own, as in its process
+        service = RecallService(settings, Recaller(encoder, reader, Memories(settings, follow=False)))
+        service.refresh()
+        asked = RecallRequest(prompt="what is the staging cluster called?", project="-repo")
+
+        def texts() -> list[str]:
+            found = service.answer(asked)["recall"]
+            return [r.text for r in found.results]
+
+        assert texts() == ["the build runs on Buildkite"]
+        folding.fold([observed(kinds.MEMORY_REMEMBERED, 20, text="the staging cluster is called kestrel")])
+        sync_once(settings, embedder)
+        deadline = time.monotonic() + 30
+        while "the staging cluster is called kestrel" not in texts():  # seen within its reads' staleness
+            assert time.monotonic() < deadline, "the service never saw the new memory"
+            service.refresh()
+            time.sleep(0.1)
+        assert texts()[0] == "the staging cluster is called kestrel"
+        service.recaller.memories.close()
+        folding.projector.close()
+        embedder.close()

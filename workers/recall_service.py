@@ -49,6 +49,7 @@ class RecallService:
         self.lock = threading.Lock()  # one DuckDB connection, one model: one recall at a time
         self.redis = connect(settings, timeout=1.0)
         self._opened_at = -math.inf  # when the snapshot read was opened
+        self._memories_changed = False  # since it was: new memories want their features now
 
     def answer(self, request: RecallRequest) -> dict[str, Any]:
         with self.lock:
@@ -66,12 +67,13 @@ class RecallService:
         and the latest snapshot: opened and its recall tables built first, swapped in between two
         recalls. A snapshot that brings no new memory waits its turn (_SNAPSHOT_EVERY_S)."""
         try:
-            changed = self.recaller.refresh()
-            due = changed or time.monotonic() - self._opened_at >= _SNAPSHOT_EVERY_S
+            self._memories_changed |= self.recaller.refresh()
+            due = self._memories_changed or time.monotonic() - self._opened_at >= _SNAPSHOT_EVERY_S
             if due and (opened := self.recaller.memories.newer()):
                 with self.lock:
                     self.recaller.memories.swap(opened)
                 self._opened_at = time.monotonic()
+                self._memories_changed = False
         except Exception:
             log.exception("recall.refresh_failed")  # the next tick tries again
 

@@ -68,6 +68,11 @@ class _Column(Generic[Item]):
     def view(self) -> npt.NDArray[Item]:
         return self._data[: self.size]
 
+    def clear(self, rows: list[int]) -> None:
+        """Set these rows to 0 (False) in a copy: views taken before keep their values."""
+        self._data = self._data.copy()
+        self._data[rows] = 0
+
 
 class _Postings:
     """Which rows hold a word, and how often: the entries of a run of rows, grouped by word."""
@@ -102,7 +107,6 @@ class Scope:
         self._session_length = np.asarray(
             np.bincount(sessions, lengths[self._turns], minlength=len(rows.sessions)), np.float64
         )
-        self.session_turns = np.bincount(sessions, minlength=len(rows.sessions))
         in_scope = self._session_length > 0
         self._sessions = int(in_scope.sum())
         average = float(self._session_length[in_scope].mean()) if self._sessions else 1.0
@@ -223,6 +227,7 @@ class MemoryIndex:
     def __init__(self, vectors: Vectors) -> None:
         self.source = vectors
         self._reset()
+        self.rows = Rows(self)
 
     def _reset(self) -> None:
         dim = self.source.dim
@@ -234,8 +239,9 @@ class MemoryIndex:
         self.turn = _Column(np.bool_)
         self.ts = _Column(np.int64)
         self.alive = _Column(np.bool_)
-        self.row_of: dict[str, int] = {}
-        self.held: dict[str, int] = {}  # memory_id, _SEPARATOR, content_hash -> row
+        self.held: dict[str, int] = {}  # memory_id, _SEPARATOR, content_hash -> its live row
+        self.row_of: dict[str, int] = {}  # memory_id -> its newest live row
+        self._live: dict[str, list[int]] = {}  # memory_id -> its live rows (two while reworded)
         self.projects: dict[str, int] = {}
         self.sessions: list[str] = []
         self._session_code: dict[str, int] = {}
@@ -248,7 +254,6 @@ class MemoryIndex:
         self.postings: list[_Postings] = []  # the settled entries', then the recent ones'
         self._settle()
         self._version: int | None = None
-        self.rows = Rows(self)
 
     def sync(self) -> bool:
         """Read what the table gained and lost since the last sync; whether anything changed."""
@@ -259,20 +264,29 @@ class MemoryIndex:
         keys = _keys(held)
         known = pa.array(list(self.held), pa.string())
         gone = known.filter(pc.invert(pc.is_in(known, value_set=keys))).to_pylist()
-        if len(gone) * 4 > len(self.held):
+        dead = self.ids.size - len(self.held) + len(gone)
+        if dead * 4 > self.ids.size:  # read all again, while recalls read the last view
             self._reset()
             gone = []
-        for key in gone:
-            row = self.held.pop(key)
-            self.alive._data[row] = False
-            memory_id = key.partition(_SEPARATOR)[0]
-            if self.row_of.get(memory_id) == row:
-                del self.row_of[memory_id]
+        if gone:
+            self.alive.clear([self._die(key) for key in gone])
         new = held.filter(pc.invert(pc.is_in(keys, value_set=pa.array(list(self.held), pa.string()))))
         self._add(self._read(new))
         self._version = version
         self.rows = Rows(self)
         return bool(gone or new.num_rows)
+
+    def _die(self, key: str) -> int:
+        """Forget the row of this text of a memory; its row."""
+        row = self.held.pop(key)
+        memory_id = key.partition(_SEPARATOR)[0]
+        live = self._live[memory_id]
+        live.remove(row)
+        if live:
+            self.row_of[memory_id] = live[-1]
+        else:
+            del self._live[memory_id], self.row_of[memory_id]
+        return row
 
     def _read(self, new: pa.Table) -> pa.Table:
         """The chunk rows of these (memory_id, content_hash)."""
@@ -300,11 +314,6 @@ class MemoryIndex:
         bounds = [*firsts.tolist(), chunks.num_rows]
         first = chunks.take(pa.array(firsts))
         start = self.ids.size
-        # a reworded memory's old text stays until the embedder removes it: the newer row answers
-        for offset, (memory_id, content_hash) in enumerate(
-            zip(first["memory_id"].to_pylist(), first["content_hash"].to_pylist(), strict=True)
-        ):
-            self.row_of[memory_id] = self.held[memory_id + _SEPARATOR + content_hash] = start + offset
         self.ids.extend(np.asarray(first["memory_id"].to_pylist(), dtype=object))
         self.vectors.extend(_normalized(sums))
         self.project.extend([self._code(self.projects, p) for p in first["project"].to_pylist()])
@@ -320,6 +329,13 @@ class MemoryIndex:
         ]
         self.lengths.extend(lengths)
         self._settle()
+        # a reworded memory's old text stays until the embedder removes it: the newer row answers
+        for offset, (memory_id, content_hash) in enumerate(
+            zip(first["memory_id"].to_pylist(), first["content_hash"].to_pylist(), strict=True)
+        ):
+            self.held[memory_id + _SEPARATOR + content_hash] = start + offset
+            self._live.setdefault(memory_id, []).append(start + offset)
+            self.row_of[memory_id] = start + offset
 
     def _index_words(self, row: int, text: str) -> int:
         counted = Counter(terms(text))

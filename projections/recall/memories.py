@@ -22,7 +22,8 @@ class Features(msgspec.Struct, frozen=True):
     project: str | None
     session_id: str | None
     confidence: float
-    uses: list[datetime]  # when it was recalled or otherwise activated
+    uses: list[float]  # when it was recalled or otherwise activated (POSIX seconds: a recalled
+    # memory has hundreds, which DuckDB hands over far faster as numbers than as datetimes)
     emotional: bool  # a correction or a failure: weighs more
     network: str  # world, experience, opinion, observation
     category: str | None  # a fact's: stack, context, decisions, errors, patterns
@@ -70,7 +71,7 @@ WITH r AS MATERIALIZED (
     SELECT f.* FROM (SELECT unnest($ids::VARCHAR[]) AS memory_id) JOIN recall_features f USING (memory_id)
 )
 SELECT r.memory_id, r.kind, r.text, r.ts, r.project, r.session_id, r.confidence,
-    coalesce((SELECT list(a.activated_at ORDER BY a.activated_at) FROM activation_log a
+    coalesce((SELECT list(epoch(a.activated_at) ORDER BY a.activated_at) FROM activation_log a
               WHERE a.memory_id = r.memory_id), []) AS uses,
     r.emotional, r.network, r.category, r.memory_type,
     coalesce((SELECT list(e.fan) FROM recall_entities e

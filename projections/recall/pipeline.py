@@ -306,7 +306,8 @@ class Recaller:
             (w * z_scores(s, among, picked) for s, w in candidates.fulltext), np.zeros(len(picked))
         )
         values["fulltext"] = dict(zip(ids, (fulltext / total_weight).tolist(), strict=True))
-        by_session = np.where(rows.turn, candidates.sessions[rows.session], 0.0)
+        by_session = np.zeros(rows.count)  # a turn's session's score; other memories have none
+        by_session[rows.turn] = candidates.sessions[rows.session[rows.turn]]
         values["session"] = dict(zip(ids, z_scores(by_session, among, picked).tolist(), strict=True))
         values["graph"] = {m: 1.0 for m in candidates.graph if m in values["semantic"]}
         return values
@@ -385,8 +386,9 @@ def _score(
     in_context: int,
     now: datetime,
 ) -> Scored:
-    moments = [m for m in [memory.ts, *memory.uses] if m is not None and m <= now]
-    ages = [(now - m).total_seconds() for m in moments]
+    at = now.timestamp()
+    moments = [*([memory.ts.timestamp()] if memory.ts else []), *memory.uses]
+    ages = [at - m for m in moments if m <= at]
     activation = scoring.base_level(ages, memory.emotional) if ages else -math.inf
     activation += scoring.spreading(memory.fans, in_context) + scoring.associative(
         memory.associated, in_context
