@@ -22,6 +22,7 @@ from schemas.recall import RecallRequest
 from schemas.settings import Settings
 from tests.conftest import BIN
 from tests.test_projections import Folding, at, derived, observed
+from workers import recall_service
 from workers.embedding import lock_vectors, open_embedder, sync_once
 from workers.recall_service import RecallService
 
@@ -298,7 +299,7 @@ def test_recall_from_the_command_line(recaller: Recaller, env: dict[str, str]) -
 
 
 def test_the_warm_service_answers_from_memories_embedded_after_it_started(
-    encoder: Encoder, tmp_path_factory: pytest.TempPathFactory
+    encoder: Encoder, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     settings = Settings(str(tmp_path_factory.mktemp("service")))
     folding = Folding(settings)
@@ -324,6 +325,18 @@ def test_the_warm_service_answers_from_memories_embedded_after_it_started(
             service.refresh()
             time.sleep(0.1)
         assert texts()[0] == "the staging cluster is called kestrel"
+
+        # a snapshot that brings no new memory (here an activation) is read in its turn only
+        opened = service.recaller.memories._snapshot
+        recalled = service.answer(asked)["recall"].results[0].memory_id
+        folding.fold(
+            [derived(kinds.ACTIVATION_RECORDED, 30, memory.ActivationRecorded(memory_id=recalled, at=at(30)))]
+        )
+        service.refresh()
+        assert service.recaller.memories._snapshot == opened
+        monkeypatch.setattr(recall_service, "_SNAPSHOT_EVERY_S", 0.0)
+        service.refresh()
+        assert service.recaller.memories._snapshot not in (opened, None)
         service.recaller.memories.close()
         folding.projector.close()
         embedder.close()
