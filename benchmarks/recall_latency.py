@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
@@ -33,7 +34,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 
 from benchmarks.common import locomo_questions, locomo_turns, prompt_event  # noqa: E402
 from benchmarks.hook_latency import compile_bytecode, percentile  # noqa: E402
-from benchmarks.locomo import embedded_turns  # noqa: E402
+from benchmarks.locomo import embedded_turns, wait_until_embedded  # noqa: E402
 from benchmarks.vector_search import NOISE  # noqa: E402
 from ingest.context import ask  # noqa: E402
 from ingest.project import project_key  # noqa: E402
@@ -90,9 +91,9 @@ def events(texts: list[str]) -> tuple[list[bytes], set[str]]:
     return [event for _, event in made], {event_id for event_id, _ in made}
 
 
-def wait_for(condition: str, check: object, timeout_s: float) -> None:
+def wait_for(condition: str, check: Callable[[], object], timeout_s: float) -> None:
     deadline = time.monotonic() + timeout_s
-    while not check():  # type: ignore[operator]
+    while not check():
         if time.monotonic() > deadline:
             raise TimeoutError(condition)
         time.sleep(0.5)
@@ -114,7 +115,7 @@ def measure(n: int, queries: list[str], reverie: str, pause_s: float, kept: str 
         client = connect(settings)
         for start in range(0, len(encoded) if ingesting else 0, 5_000):
             append_to_stream(client, encoded[start : start + 5_000])
-        wait_for("every memory is embedded", lambda: ids <= embedded_turns(settings), 3_600)
+        wait_until_embedded(settings, ids, 3_600)
         ingested_s = time.perf_counter() - started
         wait_for("the recall service listens", lambda: os.path.exists(settings.recall_socket_path), 300)
         service = _service_times(settings, queries, pause_s)

@@ -31,7 +31,6 @@ from projections.literals import string_literal
 from schemas.files import write_durably
 
 if TYPE_CHECKING:
-    from lancedb.index import FTS, Bitmap, BTree, IvfHnswSq
     from lancedb.query import LanceHybridQueryBuilder, LanceVectorQueryBuilder
     from lancedb.table import Table
 
@@ -109,25 +108,36 @@ class Vectors:
         rows = self.table.search().select(["memory_id", "content_hash"]).limit(None).to_arrow()
         return rows.group_by(["memory_id", "content_hash"]).aggregate([])
 
-    def remove(self, memories: list[tuple[str, str]]) -> None:
+    def remove(self, memories: list[tuple[str, str]], per_statement: int = 500) -> None:
         """Delete the chunks of these (memory_id, content_hash): a memory's other texts stay."""
-        _delete(self.table, "memory_id", memories)
+        for start in range(0, len(memories), per_statement):
+            matches = " OR ".join(
+                f"(memory_id = {string_literal(m)} AND content_hash = {string_literal(h)})"
+                for m, h in memories[start : start + per_statement]
+            )
+            self.table.delete(matches)
 
     def add(self, rows: pa.Table) -> None:
         self.table.add(rows.select(self.schema.names).cast(self.schema))
 
     def maintain(self) -> None:
         """Create the indexes the table has grown into; fold recent rows into them."""
-        from lancedb.index import FTS, Bitmap, BTree, IvfHnswSq
+        from lancedb.index import FTS, BTree, IvfHnswSq
 
+        indexed = {index.columns[0]: index.name for index in self.table.list_indices()}
         rows = self.count()
-        # the project: a few values, which every search filters on
-        wanted: dict[str, FTS | Bitmap | BTree | IvfHnswSq] = (
-            {"text": FTS(), "memory_id": BTree(), "project": Bitmap()} if rows else {}
-        )
+        wanted: dict[str, FTS | BTree | IvfHnswSq] = {"text": FTS(), "memory_id": BTree()} if rows else {}
         if rows >= ANN_MIN_ROWS:
             wanted["vector"] = IvfHnswSq(distance_type="cosine")
-        _index(self.table, wanted, _STALE_ROWS)
+        for column, config in wanted.items():
+            if column not in indexed:
+                self.table.create_index(column, config=config)
+        if any(self._unindexed(name) >= _STALE_ROWS for name in indexed.values()):
+            self.table.optimize(cleanup_older_than=_KEEP_VERSIONS)
+
+    def _unindexed(self, index: str) -> int:
+        stats = self.table.index_stats(index)
+        return stats.num_unindexed_rows if stats else 0
 
     def manifest_published(self) -> bool:
         """Whether a readable manifest is there (a damaged one is published again)."""
@@ -163,31 +173,6 @@ class Vectors:
         query = cast("LanceHybridQueryBuilder", self.table.search(query_type="hybrid"))
         query = query.vector(vector).text(text).distance_type("cosine").refine_factor(_REFINE)
         return query.rerank(RRFReranker()).limit(limit).to_arrow()
-
-
-def _delete(table: "Table", key: str, rows: list[tuple[str, str]], per_statement: int = 500) -> None:
-    """Delete the rows of these (key, content_hash) pairs."""
-    for start in range(0, len(rows), per_statement):
-        matches = " OR ".join(
-            f"({key} = {string_literal(k)} AND content_hash = {string_literal(h)})"
-            for k, h in rows[start : start + per_statement]
-        )
-        table.delete(matches)
-
-
-def _index(table: "Table", wanted: "dict[str, FTS | Bitmap | BTree | IvfHnswSq]", stale_rows: int) -> None:
-    """Create the indexes `table` lacks; fold the rows written since into them when many are."""
-    indexed = {index.columns[0]: index.name for index in table.list_indices()}
-    for column, config in wanted.items():
-        if column not in indexed:
-            table.create_index(column, config=config)
-    if any(_unindexed(table, name) >= stale_rows for name in indexed.values()):
-        table.optimize(cleanup_older_than=_KEEP_VERSIONS)
-
-
-def _unindexed(table: "Table", index: str) -> int:
-    stats = table.index_stats(index)
-    return stats.num_unindexed_rows if stats else 0
 
 
 def vector_matrix(rows: pa.Table) -> npt.NDArray[np.float32]:

@@ -11,11 +11,10 @@ R@5 58.6 fused by reciprocal rank, 67.1 by z-scores).
 """
 
 import numpy as np
-import numpy.typing as npt
 
 from projections.recall.index import Floats, Mask, Matrix, RowIds, Scope
+from projections.vectors import Vector
 
-Vector = npt.NDArray[np.float32]
 # The covariance is estimated on this many vectors at most: plenty for 384 dimensions, and it
 # keeps a baseline of 100k memories under a second.
 _SAMPLE = 8_192

@@ -54,7 +54,7 @@ def window(prompt: str, now: datetime | None = None) -> Window | None:
     """The first time span `prompt` names, read against `now`; None when it names none."""
     now = now or datetime.now(UTC)
     text = prompt.lower()
-    if day := _named_day(text, now.date()):
+    if day := _named_day(text):
         return _days(day, 1)
     if (m := _MONTH_YEAR.search(text)) and (first := _date(int(m[2]), _MONTHS[m[1]], 1)):
         return _month(first.year, first.month)
@@ -77,7 +77,7 @@ def window(prompt: str, now: datetime | None = None) -> Window | None:
     return None
 
 
-def _named_day(text: str, today: date) -> date | None:
+def _named_day(text: str) -> date | None:
     """A day said with its year: ISO, "8 May, 2023", "May 8, 2023" (None for "31 Feb 2024")."""
     if m := _ISO.search(text):
         return _date(int(m[1]), int(m[2]), int(m[3]))
