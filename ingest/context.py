@@ -14,6 +14,7 @@ import socket
 import time
 
 from schemas.kinds import HOOK_CONTEXT_LIMIT
+from schemas.prompt import gist
 from schemas.settings import Settings
 
 DEADLINE_S = 0.3
@@ -36,9 +37,14 @@ def hook_output(hook: str, context: str) -> bytes:
 
 def context_for(settings: Settings, hook: str, payload: dict[str, Any], project: str) -> str:
     """The context to inject for this hook event: from the service, else the profile, else ""."""
-    request = {"hook": hook, "project": project, "session_id": payload.get("session_id")}
+    request = {
+        "hook": hook,
+        "project": project,
+        "session_id": payload.get("session_id"),
+        "deadline_s": DEADLINE_S,
+    }
     if hook == "UserPromptSubmit":
-        request["prompt"] = str(payload.get("prompt") or "")
+        request["prompt"] = gist(str(payload.get("prompt") or ""))
         request["transcript_bytes"] = _size(payload.get("transcript_path"))
     try:
         answer = ask(settings.recall_socket_path, request, DEADLINE_S)

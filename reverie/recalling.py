@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 import msgspec
 
 from reverie.console import err, fail, out, print_rows
+from schemas.prompt import gist
 from schemas.recall import RecallRequest
 from schemas.settings import Settings
 
@@ -67,7 +68,8 @@ def _ask_service(settings: Settings, request: RecallRequest) -> dict[str, object
     if not os.path.exists(settings.recall_socket_path):
         return None
     try:
-        answer = ask(settings.recall_socket_path, msgspec.to_builtins(request), _SERVICE_DEADLINE_S)
+        asked = msgspec.structs.replace(request, prompt=gist(request.prompt), deadline_s=_SERVICE_DEADLINE_S)
+        answer = ask(settings.recall_socket_path, msgspec.to_builtins(asked), _SERVICE_DEADLINE_S)
     except (OSError, ValueError):
         return None
     if "error" in answer:

@@ -1,7 +1,8 @@
 """What the hooks and `reverie recall` ask the warm recall service, one JSON line per request.
 
 The answer is one JSON line too: {"context": "..."} for a hook (the text to inject, "" for
-nothing), {"recall": {...}} for `reverie recall`, or {"error": "..."}.
+nothing), {"recall": {...}} for `reverie recall`, or {"error": "..."}. A request line holds at
+most REQUEST_LIMIT bytes: askers send a prompt's gist (schemas/prompt.py), not the whole of it.
 """
 
 from datetime import datetime
@@ -12,6 +13,7 @@ import msgspec
 from schemas.memory import Category, Network
 
 Weighting = Literal["cognitive", "fabric"]
+REQUEST_LIMIT = 1 << 20
 
 
 class RecallRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -28,3 +30,5 @@ class RecallRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     # set by the hooks: answer with the context to inject for this hook event
     hook: str | None = None  # UserPromptSubmit, SessionStart
     transcript_bytes: int | None = None  # how full the context is
+    # how long the asker waits for the answer, in seconds: past it the service drops the request
+    deadline_s: float | None = None

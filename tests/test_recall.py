@@ -15,12 +15,12 @@ from ingest.context import context_for, hook_output
 from projections.embeddings import Encoder, load_encoder
 from projections.recall import context, scoring
 from projections.recall.memories import Memories
-from projections.recall.pipeline import Fusion, Recaller
+from projections.recall.pipeline import Fusion, Overdue, Recaller
 from projections.vectors import Vectors
 from schemas import events, kinds, memory
 from schemas.recall import RecallRequest
 from schemas.settings import Settings
-from tests.conftest import BIN
+from tests.conftest import BIN, wait_for
 from tests.test_projections import Folding, at, derived, observed
 from workers import recall_service
 from workers.embedding import lock_vectors, open_embedder, sync_once
@@ -340,3 +340,43 @@ def test_the_warm_service_answers_from_memories_embedded_after_it_started(
         service.recaller.memories.close()
         folding.projector.close()
         embedder.close()
+
+
+def test_a_recall_past_its_deadline_stops(recaller: Recaller) -> None:
+    with pytest.raises(Overdue):
+        recaller.recall("when is the deploy key replaced?", now=NOW, deadline=time.monotonic())
+
+
+def test_a_request_that_cannot_have_its_turn_in_time_is_answered_at_once(recaller: Recaller) -> None:
+    service = RecallService(recaller.memories.settings, recaller)
+    with service.lock:  # another recall holds the model
+        started = time.monotonic()
+        with pytest.raises(Overdue):
+            service.answer(RecallRequest(prompt="deploy key", project="-repo", deadline_s=0.2))
+        assert time.monotonic() - started < 1.0
+
+
+def test_an_adversarial_prompt_does_not_stall_the_next_ones(recaller: Recaller, env: dict[str, str]) -> None:
+    settings = recaller.memories.settings
+    env = {**env, "REVERIE_HOME": settings.home, "CLAUDE_PROJECT_DIR": "/repo"}
+    stop = threading.Event()
+    serving = threading.Thread(target=recall_service.run_recall_service, args=(settings, stop))
+    serving.start()
+    try:
+        wait_for(lambda: os.path.exists(settings.recall_socket_path), timeout=120, what="the recall service")
+
+        def hook(prompt: str) -> str:
+            payload = {"hook_event_name": "UserPromptSubmit", "session_id": "s9", "prompt": prompt}
+            data = json.dumps(payload).encode()
+            done = subprocess.run([str(BIN), "hook"], input=data, env=env, capture_output=True, timeout=60)
+            assert (done.returncode, done.stderr) == (0, b"")
+            printed = json.loads(done.stdout) if done.stdout else {}
+            return str(printed.get("hookSpecificOutput", {}).get("additionalContext", ""))
+
+        wait_for(lambda: "deploy key" in hook("when is the deploy key replaced?"), what="a warm answer")
+        for hostile in ("what is " + "deadbeef" * 4_000, "漢字" * 30_000, "é" * 1_000_000):
+            hook(hostile)
+            assert "the deploy key rotates monthly" in hook("when is the deploy key replaced?")
+    finally:
+        stop.set()
+        serving.join(60)

@@ -1,12 +1,16 @@
 """The warm recall service (`reverie serve`): the model, the vectors and the projections stay
 loaded, and recall answers over a unix socket in milliseconds.
 
-One JSON line in (schemas/recall.py), one JSON line out. Every recall is fed back: a
+One JSON line in (schemas/recall.py), one JSON line out. Recalls take turns (one model, one
+DuckDB connection), each within its deadline: the one its asker gives (the hooks wait 0.3 s),
+at most 10 s. A request that cannot have its turn in time, or whose recall passes it, is
+answered with an error at once, so one slow request never holds the others. Every recall is fed back: a
 `memory.retrieved` event (query, result ids, scores) goes to the stream, for spaced repetition.
 A SessionStart answer is also kept as the project's profile, which the hooks inject when the
 service is down or late.
 """
 
+import contextlib
 import math
 import os
 import socketserver
@@ -22,12 +26,12 @@ from ingest.envelope import encode_event
 from projections.embeddings import load_encoder
 from projections.recall import context
 from projections.recall.memories import Memories
-from projections.recall.pipeline import Recall, Recaller
+from projections.recall.pipeline import Overdue, Recall, Recaller
 from projections.vectors import Vectors, vectors_path
 from schemas.files import write_durably
 from schemas.ids import new_event_id
 from schemas.kinds import MEMORY_RETRIEVED, SOURCE_WORKER
-from schemas.recall import RecallRequest
+from schemas.recall import REQUEST_LIMIT, RecallRequest
 from schemas.settings import Settings
 from workers.dispatcher import append_to_stream
 from workers.redis_client import connect
@@ -38,6 +42,7 @@ _REFRESH_S = 1.0  # how often the service looks for new memories
 # learned (a recall's activations, a fact's confidence): building recall's tables of a snapshot
 # costs 230 ms at 100k memories, and every recall makes a snapshot.
 _SNAPSHOT_EVERY_S = 5.0
+_DEADLINE_S = 10.0  # the longest any request may take, whatever its asker says
 _decode = msgspec.json.Decoder(RecallRequest)
 _encode = msgspec.json.Encoder()
 
@@ -52,10 +57,16 @@ class RecallService:
         self._memories_changed = False  # since it was: new memories want their features now
 
     def answer(self, request: RecallRequest) -> dict[str, Any]:
-        with self.lock:
+        """The answer to `request`; Overdue if it cannot be had within the request's deadline."""
+        deadline = time.monotonic() + min(request.deadline_s or _DEADLINE_S, _DEADLINE_S)
+        if not self.lock.acquire(timeout=max(deadline - time.monotonic(), 0.0)):
+            raise Overdue("the recall service is busy with other requests")
+        try:
             if request.hook == "SessionStart":
                 return {"context": self._session_start(request)}
-            found = self.recaller.answer(request)
+            found = self.recaller.answer(request, deadline)
+        finally:
+            self.lock.release()
         self._feed_back(found, request)
         if request.hook:
             level = context.pressure(request.transcript_bytes)
@@ -113,15 +124,21 @@ class _Handler(socketserver.StreamRequestHandler):
 
     def handle(self) -> None:
         self.connection.settimeout(5.0)
-        line = self.rfile.readline(1 << 20)
+        line = self.rfile.readline(REQUEST_LIMIT + 1)
         try:
+            if len(line) > REQUEST_LIMIT:
+                raise msgspec.DecodeError(f"a request is one line of at most {REQUEST_LIMIT} bytes")
             reply = self.server.service.answer(_decode.decode(line))
-        except msgspec.ValidationError as e:
+        except msgspec.DecodeError as e:  # not JSON, too long, or not a request
             reply = {"error": f"bad request: {e}"}
+        except Overdue as e:
+            log.warning("recall.overdue", error=str(e))
+            reply = {"error": str(e)}
         except Exception as e:
             log.exception("recall.failed")
             reply = {"error": f"recall failed: {e}"}
-        self.wfile.write(_encode.encode(reply) + b"\n")
+        with contextlib.suppress(OSError):  # an asker past its deadline has hung up
+            self.wfile.write(_encode.encode(reply) + b"\n")
 
 
 class _Server(socketserver.ThreadingUnixStreamServer):

@@ -16,9 +16,15 @@
 4. Weigh the fused relevance by how strongly each memory comes to mind (ACT-R activation, FSRS
    retrievability, recency) and by its confidence (recall/scoring.py). Facts superseded, ended
    or forgotten are left out, unless `as_of` asks about a time when they held.
+
+Recall reads a prompt's gist (schemas/prompt.py: at most 2,000 characters, the most telling),
+and every step on its text is linear. Given a deadline, a recall that passes it between two
+steps stops there (Overdue): nobody waits for the answer any more, and others may be waiting
+for the model.
 """
 
 import math
+import time
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor, wait
 from datetime import UTC, datetime, timedelta
@@ -37,6 +43,7 @@ from projections.recall.tasks import Query, Task, classify, keywords, queries
 from projections.recall.timeframes import Window, window
 from projections.vectors import Vector, Vectors
 from schemas.memory import Category, Network
+from schemas.prompt import gist
 from schemas.recall import RecallRequest, Weighting
 
 Sides = tuple[str | None, str | None]  # the turns before and after a turn
@@ -110,6 +117,15 @@ class Candidates(msgspec.Struct):
     in_window: set[str]
 
 
+class Overdue(TimeoutError):
+    """A recall passed its deadline; nobody waits for its answer any more."""
+
+
+def _in_time(deadline: float | None) -> None:
+    if deadline is not None and time.monotonic() > deadline:
+        raise Overdue("recall passed its deadline")
+
+
 class Recaller:
     """Everything recall needs, loaded once: the model, the memory index, the projections."""
 
@@ -142,22 +158,28 @@ class Recaller:
         weighting: Weighting = "cognitive",
         dedup: bool = False,
         now: datetime | None = None,
+        deadline: float | None = None,
     ) -> Recall:
+        """The memories that matter for `prompt`, best first; Overdue past `deadline` (a
+        time.monotonic() instant)."""
         if self.memories.follow:
             self.refresh()
         rows = self.index.rows
         now = now or datetime.now(UTC)
         fusion = fusion or self.fusion
+        prompt = gist(prompt)
         task = classify(prompt)
         asked = queries(prompt, task)
         span = window(prompt, as_of or now)
         query, candidates = self._candidates(rows, prompt, asked, span, project, as_of)
+        _in_time(deadline)
         vague = span is not None and span.vague
         relevance, components = self._relevance(rows, query, candidates, project, fusion, vague)
         ranked = sorted(relevance, key=lambda m: -relevance[m])
         step = max(_SHORTLIST, 3 * limit)
         scored: list[Scored] = []
         for start in range(0, len(ranked), step):  # the best first, until enough are admitted
+            _in_time(deadline)
             ids = ranked[start : start + step]
             features = self.memories.features(ids, candidates.named)
             scored += [
@@ -181,7 +203,7 @@ class Recaller:
             scored = [msgspec.structs.replace(r, cross_validated=twice) for r, twice in merged]
         return Recall(prompt, task, asked, span, scored[:limit])
 
-    def answer(self, request: RecallRequest) -> Recall:
+    def answer(self, request: RecallRequest, deadline: float | None = None) -> Recall:
         """Recall as a request (from a hook or `reverie recall`) asks for it."""
         return self.recall(
             request.prompt,
@@ -193,6 +215,7 @@ class Recaller:
             fusion=msgspec.structs.replace(self.fusion, method=request.fusion),
             weighting=request.weighting,
             dedup=request.dedup,
+            deadline=deadline,
         )
 
     def refresh(self) -> bool:

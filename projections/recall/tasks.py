@@ -44,7 +44,10 @@ _STEMS: dict[Task, tuple[str, ...]] = {
 # A tie goes to the more specific task.
 _PRIORITY: tuple[Task, ...] = ("bugfix", "debug", "refactor", "design", "feature", "question")
 _WORD = re.compile(r"[\w'-]+|\?", re.UNICODE)
-_IDENTIFIER = re.compile(r"[\w./-]*[._/][\w./-]+|[a-z]+[A-Z]\w*|[A-Z][a-z]+[A-Z]\w*")
+# Linear on any text: each alternative starts only where its run starts (the look-behinds) and
+# never backtracks into a run it read (possessive `++`); tried from every letter of a long run of
+# letters, hex or CJK, the plain pattern took 1.1 s on 8,000 characters.
+_IDENTIFIER = re.compile(r"(?<![\w./-])[\w./-]*[._/][\w./-]+|(?<![a-z])[a-z]++[A-Z]\w*|[A-Z][a-z]++[A-Z]\w*")
 _STOPWORDS_TEXT = """
     a an and are as at be but by can could did do does for from had has have how i if in into is it its
     me my of on or our please should so that the their them then there these they this to was we were what
