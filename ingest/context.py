@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import time
 
 from schemas.kinds import HOOK_CONTEXT_LIMIT
 from schemas.prompt import gist
 from schemas.settings import Settings
+from schemas.sockets import connect
 
 DEADLINE_S = 0.3
 CONTEXT_HOOKS = ("UserPromptSubmit", "SessionStart")
@@ -63,9 +63,7 @@ def context_for(settings: Settings, hook: str, payload: dict[str, Any], project:
 def ask(path: str, request: dict[str, Any], deadline_s: float) -> dict[str, Any]:
     """One request to the recall service, all of it within `deadline_s` (TimeoutError past it)."""
     ends = time.monotonic() + deadline_s
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
-        conn.settimeout(deadline_s)
-        conn.connect(path)
+    with connect(path, deadline_s) as conn:  # ours, served by this user: else not a byte is sent
         conn.sendall(json.dumps(request).encode() + b"\n")
         reply = b""
         while not reply.endswith(b"\n"):

@@ -61,7 +61,7 @@ def parse_payload(raw: bytes, hook_name: str | None) -> tuple[str, dict[str, Any
 def deliver(settings: Settings, event_id: str, data: bytes) -> str:
     """Append the event to the stream, or to the spool if Redis cannot take it; where it went."""
     try:
-        with Connection(settings.redis_url) as redis:
+        with Connection(settings.redis_url, own=settings.embedded) as redis:
             redis.command("XADD", STREAM, "*", "e", data)
         return "stream"
     except Exception:  # unreachable, slow, refusing, misconfigured, out of time: the spool takes it

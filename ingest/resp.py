@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import socket
 
+from schemas import sockets
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -119,10 +121,16 @@ def _connect_tcp(host: str, port: int, timeout: float) -> socket.socket:
 class Connection:
     """One socket to the server, with a deadline for connecting and for each reply."""
 
-    def __init__(self, url: str, connect_timeout: float = 0.05, reply_timeout: float = 0.25) -> None:
+    def __init__(
+        self, url: str, connect_timeout: float = 0.05, reply_timeout: float = 0.25, own: bool = False
+    ) -> None:
+        """`own`: the URL is reverie's embedded server, whose socket and peer are checked
+        (schemas/sockets.py) before a byte is sent."""
         address = Address(url)
         try:
-            if address.path is not None:
+            if address.path is not None and own:
+                sock = sockets.connect(address.path, connect_timeout)
+            elif address.path is not None:
                 sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
                 sock.settimeout(connect_timeout)
                 sock.connect(address.path)

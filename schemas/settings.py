@@ -4,7 +4,8 @@ Standard library only: the hook imports this on every call.
 
 - REVERIE_HOME: the data directory (default: $XDG_DATA_HOME/reverie, else ~/.local/share/reverie).
 - REDIS_URL: a shared Redis (redis://, rediss://, unix://). Unset means the embedded server,
-  reached on a unix socket inside the data directory that only this user can open.
+  reached on a unix socket inside the data directory that only this user can open (or, when
+  that path is too long for a socket, in $XDG_RUNTIME_DIR/reverie or /tmp/reverie-<uid>, 0700).
 - REVERIE_EMBEDDING_MODEL: the sentence-transformers model that embeds memories (default:
   all-MiniLM-L6-v2, shipped in a wheel and loaded offline). Another name or path is loaded the
   usual sentence-transformers way, which may download it.
@@ -29,13 +30,27 @@ def _quote_path(path: str) -> str:
     return path.replace("%", "%25").replace("?", "%3F").replace("#", "%23")
 
 
+def _runtime_dir(env: "Mapping[str, str]") -> str:
+    """$XDG_RUNTIME_DIR/reverie, else reverie-<uid> in $TMPDIR or /tmp (made 0700 by the servers)."""
+    runtime = env.get("XDG_RUNTIME_DIR")
+    if runtime and os.path.isabs(runtime):
+        return os.path.join(runtime, "reverie")
+    return os.path.join(env.get("TMPDIR") or "/tmp", f"reverie-{os.getuid()}")
+
+
 class Settings:
-    __slots__ = ("embedded", "embedding_model", "home", "redis_url")
+    __slots__ = ("embedded", "embedding_model", "home", "redis_url", "runtime_dir")
 
     def __init__(
-        self, home: str, redis_url: str | None = None, embedding_model: str = DEFAULT_EMBEDDING_MODEL
+        self,
+        home: str,
+        redis_url: str | None = None,
+        embedding_model: str = DEFAULT_EMBEDDING_MODEL,
+        runtime_dir: str | None = None,
     ) -> None:
         self.home = os.path.abspath(home)
+        # sockets whose path in `home` would not fit go here: a directory of this user's alone
+        self.runtime_dir = runtime_dir or _runtime_dir(os.environ)
         self.embedded = not redis_url
         self.redis_url = redis_url or "unix://" + _quote_path(self.socket_path)
         self.embedding_model = embedding_model
@@ -48,20 +63,21 @@ class Settings:
             data = env.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
             home = os.path.join(data, "reverie")
         model = env.get("REVERIE_EMBEDDING_MODEL") or DEFAULT_EMBEDDING_MODEL
-        return cls(home, env.get("REDIS_URL") or None, model)
+        return cls(home, env.get("REDIS_URL") or None, model, _runtime_dir(env))
 
     def _path(self, *parts: str) -> str:
         return os.path.join(self.home, *parts)
 
     def _socket(self, name: str) -> str:
+        """Where socket `name` lives: in the data directory when the path fits, else in this
+        user's runtime directory, named after the data directory (schemas/sockets.py)."""
         path = self._path(f"{name}.sock")
         if len(path) <= _MAX_SOCKET_PATH:
             return path
         import hashlib
-        import tempfile
 
         digest = hashlib.blake2b(self.home.encode(), digest_size=6).hexdigest()
-        return os.path.join(tempfile.gettempdir(), f"reverie-{os.getuid()}-{digest}-{name}.sock")
+        return os.path.join(self.runtime_dir, f"{digest}-{name}.sock")
 
     @property
     def socket_path(self) -> str:

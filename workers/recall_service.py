@@ -33,6 +33,7 @@ from schemas.ids import new_event_id
 from schemas.kinds import MEMORY_RETRIEVED, SOURCE_WORKER
 from schemas.recall import REQUEST_LIMIT, RecallRequest
 from schemas.settings import Settings
+from schemas.sockets import private_directory
 from workers.dispatcher import append_to_stream
 from workers.redis_client import connect
 
@@ -160,6 +161,7 @@ def run_recall_service(settings: Settings, stop: threading.Event) -> None:
     service = RecallService(settings, open_recaller(settings, follow=False))
     service.refresh()  # the memories, read before the first question
     path = settings.recall_socket_path
+    private_directory(os.path.dirname(path), create=True)  # no other user binds it first
     if os.path.exists(path):
         os.unlink(path)  # a socket left by a crash (the supervisor runs one service per data directory)
     old_mask = os.umask(0o077)  # only this user may ask

@@ -8,6 +8,7 @@ import os
 
 from schemas.files import write_durably
 from schemas.settings import Settings
+from schemas.sockets import private_directory
 
 
 def server_binary() -> str:
@@ -44,6 +45,7 @@ def server_config(settings: Settings) -> str:
 def exec_server(settings: Settings) -> None:
     """Replace this process with the server (so signals reach it directly)."""
     os.makedirs(settings.redis_dir, mode=0o700, exist_ok=True)
+    private_directory(os.path.dirname(settings.socket_path), create=True)
     config = write_durably(settings.run_dir, "valkey.conf", server_config(settings).encode())
     binary = server_binary()
     os.execv(binary, [binary, config])

@@ -1,0 +1,62 @@
+"""reverie's own unix sockets (the embedded server's, the recall service's): where they live, and
+who may be on the other end.
+
+A socket lives in a directory no other user can write: the data directory when the path fits
+in sun_path, else `reverie` in $XDG_RUNTIME_DIR, else `reverie-<uid>` in the temp folder,
+made 0700 (see `Settings`). So no other user can bind the path first. A server makes its
+directory private before it binds (`private_directory`); a client refuses a directory another
+user could write, and a peer of another uid (SO_PEERCRED, on Linux), before it sends a byte
+(`connect`). Standard library only: the hook connects through here.
+"""
+
+import os
+import socket
+import stat
+import struct
+
+_PEERCRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
+
+
+class UnsafeSocket(OSError):
+    """A socket another user could have bound, or that another user's process serves."""
+
+
+def private_directory(path: str, create: bool = False) -> str:
+    """`path`, checked to be a directory of this user's that no other user can write. Given
+    `create`, it is made first (0700), and if it is ours its group and others lose write access."""
+    if create:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+    found = os.stat(path)
+    if not stat.S_ISDIR(found.st_mode) or found.st_uid != os.getuid():
+        raise UnsafeSocket(f"{path} is not a directory of this user's: no socket of reverie goes there")
+    if found.st_mode & 0o022:
+        if not create:
+            raise UnsafeSocket(
+                f"other users can write in {path}: `chmod 700 {path}` (reverie's sockets live there)"
+            )
+        os.chmod(path, stat.S_IMODE(found.st_mode) & ~0o077)
+    return path
+
+
+def check_peer(sock: socket.socket, path: str) -> None:
+    """Raise UnsafeSocket unless the process at the other end of `sock` (connected to `path`) runs
+    as this user (Linux tells; other systems rely on the socket's private directory alone)."""
+    if not hasattr(socket, "SO_PEERCRED"):
+        return
+    _, uid, _ = _PEERCRED.unpack(sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEERCRED.size))
+    if uid != os.getuid():
+        raise UnsafeSocket(f"{path} is served by uid {uid}, not by this user: nothing was sent")
+
+
+def connect(path: str, timeout: float) -> socket.socket:
+    """A stream connected to our socket at `path`, its directory and its peer checked first."""
+    private_directory(os.path.dirname(path))
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.settimeout(timeout)
+        sock.connect(path)
+        check_peer(sock, path)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
