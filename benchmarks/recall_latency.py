@@ -37,7 +37,7 @@ from benchmarks.hook_latency import compile_bytecode, percentile  # noqa: E402
 from benchmarks.locomo import embedded_turns, wait_until_embedded  # noqa: E402
 from benchmarks.vector_search import NOISE  # noqa: E402
 from ingest.context import ask  # noqa: E402
-from ingest.project import project_key  # noqa: E402
+from ingest.project import project_of  # noqa: E402
 from projections.chunking import chunk  # noqa: E402
 from projections.embeddings import EmbeddingCache, content_hash, load_encoder  # noqa: E402
 from projections.vectors import vectors_root  # noqa: E402
@@ -48,7 +48,7 @@ from workers.redis_client import connect  # noqa: E402
 from workers.status import stack_status  # noqa: E402
 
 PROJECT_DIR = "/bench"
-PROJECT = project_key(PROJECT_DIR)  # the hook's, from CLAUDE_PROJECT_DIR
+PROJECT = project_of({}, {"CLAUDE_PROJECT_DIR": PROJECT_DIR})  # the hook's
 TURNS_PER_SESSION = 20
 
 

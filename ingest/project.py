@@ -1,10 +1,17 @@
-"""A project's identity: stable across a session however often the agent changes directory.
+"""A project's identity: its root's real path, stable across a session however often the agent
+changes directory.
 
-The key is Claude Code's own name for a project: its root path with every character other
-than a letter or a digit turned into '-' (the name of its folder under ~/.claude/projects).
-So a hook payload, a transcript and a shared Redis from several machines agree on it. The
-root is, in order: CLAUDE_PROJECT_DIR, the folder of the session's transcript, the git root
-above the payload's cwd, the cwd itself.
+The root is, in order: CLAUDE_PROJECT_DIR; the folder of the session's transcript, read back to
+the real path it names (the ancestor of the payload's cwd whose key it is); the git root above
+the cwd; the cwd itself. Two projects are one only if they are one folder.
+
+Claude Code's own name for a project, its `project_key` (the root path with every character
+other than a letter or a digit turned into '-', the name of its folder under
+~/.claude/projects), is for display and for finding transcripts only: it is not one-to-one
+(`proj.x` and `proj-x` share one). When a key cannot be read back to a path (a transcript's
+folder with no cwd inside it), the key stands in, as it did for everything recorded before
+(the projections read those keys back to paths where the event's cwd allows: schema.sql's
+`project_root`).
 """
 
 from __future__ import annotations
@@ -17,12 +24,28 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
 _NOT_ALNUM = re.compile(r"[^A-Za-z0-9]")
+_SEPARATOR = re.compile(r"[\\/]")
 UNKNOWN_PROJECT = "unknown"
 
 
 def project_key(root: str) -> str:
     """Claude Code's folder name for a project rooted at `root` (POSIX or Windows path)."""
-    return _NOT_ALNUM.sub("-", root.rstrip("/\\") or root)
+    return _NOT_ALNUM.sub("-", _root(root))
+
+
+def _root(path: str) -> str:
+    """`path` without trailing separators (but "/" stays)."""
+    return path.rstrip("/\\") or path
+
+
+def root_of_key(key: str, cwd: str) -> str | None:
+    """The folder whose key is `key`: `cwd` or one of its ancestors (None if neither is)."""
+    cwd = _root(cwd)
+    ends = [m.start() for m in _SEPARATOR.finditer(cwd)] + [len(cwd)]
+    for end in reversed(ends):
+        if end and project_key(cwd[:end]) == key:
+            return cwd[:end]
+    return None
 
 
 def _git_root(cwd: str) -> str | None:
@@ -37,7 +60,7 @@ def _git_root(cwd: str) -> str | None:
 
 
 def transcript_project(transcript_path: str) -> str | None:
-    """The project folder of a transcript under .../projects/<key>/<session>.jsonl."""
+    """The project folder (Claude Code's key) of a transcript under .../projects/<key>/<session>.jsonl."""
     parts = re.split(r"[\\/]+", transcript_path)
     for i in range(len(parts) - 2, 0, -1):
         if parts[i - 1] == "projects" and parts[i]:
@@ -46,14 +69,16 @@ def transcript_project(transcript_path: str) -> str | None:
 
 
 def project_of(payload: Mapping[str, object], environ: Mapping[str, str]) -> str:
-    """The project key for a hook payload received in the environment `environ`."""
+    """The project (its root's path) of a hook payload received in the environment `environ`."""
     root = environ.get("CLAUDE_PROJECT_DIR")
     if root:
-        return project_key(root)
+        return _root(root)
     transcript = payload.get("transcript_path")
-    if isinstance(transcript, str) and (key := transcript_project(transcript)):
-        return key
     cwd = payload.get("cwd")
-    if isinstance(cwd, str) and cwd:
-        return project_key((_git_root(cwd) if os.path.isdir(cwd) else None) or cwd)
+    cwd = cwd if isinstance(cwd, str) and cwd else None
+    key = transcript_project(transcript) if isinstance(transcript, str) else None
+    if key:
+        return (root_of_key(key, cwd) if cwd else None) or key
+    if cwd:
+        return _root((_git_root(cwd) if os.path.isdir(cwd) else None) or cwd)
     return UNKNOWN_PROJECT

@@ -18,7 +18,7 @@ from typing import Any
 import msgspec
 
 from ingest.envelope import Rejected, encode_event
-from ingest.project import UNKNOWN_PROJECT, project_key, transcript_project
+from ingest.project import project_of
 from schemas import kinds
 from schemas.ids import derived_event_id
 
@@ -67,7 +67,6 @@ class _Transcript:
     def __init__(self, path: str, recorded_at: str) -> None:
         self.path = path
         self.recorded_at = recorded_at
-        self.project: str | None = transcript_project(path)
         self.session_id: str | None = None
         self.agent_id: str | None = None
         self.cwd: str | None = None
@@ -92,7 +91,7 @@ class _Transcript:
             event_id=event_id,
             ts=timestamp,
             recorded_at=self.recorded_at,
-            project=self.project or (project_key(self.cwd) if self.cwd else UNKNOWN_PROJECT),
+            project=project_of({"transcript_path": self.path, "cwd": self.cwd}, {}),
             source=kinds.SOURCE_IMPORT,
         )
         return ImportedEvent(event_id, self.session_id, data)

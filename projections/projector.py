@@ -27,6 +27,26 @@ from projections.store import (
 from schemas.files import Busy
 
 BATCH_EVENTS = 50_000
+# The events of a batch not folded yet, once each, in id order. A project recorded as Claude
+# Code's key is read back to a path (schema.sql's project_root) by the event's cwd, else by
+# where its session began.
+_BATCH = """
+CREATE OR REPLACE TEMP TABLE batch AS
+WITH fresh AS (
+    SELECT * REPLACE (payload::JSON AS payload) FROM read_parquet({files}, union_by_name = true)
+    WHERE id NOT IN (SELECT id FROM folded)
+    QUALIFY row_number() OVER (PARTITION BY id) = 1
+), began AS (
+    SELECT session_id, arg_min(payload->>'cwd', id) FILTER (WHERE payload->>'cwd' IS NOT NULL) AS cwd
+    FROM fresh GROUP BY ALL
+)
+SELECT fresh.* REPLACE (
+    project_root(project_root(fresh.project, fresh.payload->>'cwd'), coalesce(sessions.cwd, began.cwd))
+    AS project
+)
+FROM fresh LEFT JOIN began USING (session_id) LEFT JOIN sessions USING (session_id)
+ORDER BY id
+"""
 Progress = Callable[[int], None]
 
 
@@ -48,13 +68,7 @@ def fold_segments(db: duckdb.DuckDBPyConnection, segments: list[str]) -> int:
     files = "[" + ", ".join(string_literal(p) for p in segments) + "]"
     db.execute("BEGIN")
     try:
-        db.execute(
-            "CREATE OR REPLACE TEMP TABLE batch AS "
-            "SELECT * REPLACE (payload::JSON AS payload) "
-            f"FROM read_parquet({files}, union_by_name = true) "
-            "WHERE id NOT IN (SELECT id FROM folded) "
-            "QUALIFY row_number() OVER (PARTITION BY id) = 1 ORDER BY id"
-        )
+        db.execute(_BATCH.format(files=files))
         folded = db.execute("SELECT count(*) FROM batch").fetchall()[0][0]
         for _, sql in FOLDS:
             db.execute(sql)

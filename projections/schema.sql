@@ -3,6 +3,19 @@
 -- either, and a store of the old version is rebuilt from the log.
 
 CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR);
+-- An event's project as its root's path (ingest/project.py). Events recorded before projects
+-- were paths name Claude Code's key (-home-u-proj-x, which proj.x and proj-x share): the key
+-- is read back to the folder of the event's cwd whose key it is, else kept.
+CREATE MACRO project_root(project, cwd) AS CASE
+    WHEN cwd IS NULL OR regexp_matches(project, '[/\\]') OR length(cwd) > 4096 THEN project
+    ELSE coalesce(rtrim(list_filter(
+        list_transform(
+            range(1, length(cwd) + 2),
+            lambda i: CASE WHEN i > length(cwd) OR cwd[i] IN ('/', '\') THEN cwd[1:i - 1] END
+        ),
+        lambda p: p <> '' AND regexp_replace(rtrim(p, '/\'), '[^A-Za-z0-9]', '-', 'g') = project
+    )[-1], '/\'), project)
+END;
 -- what has been folded: every event once, and the segments already read
 CREATE TABLE folded (id VARCHAR PRIMARY KEY);
 CREATE TABLE folded_segments (name VARCHAR PRIMARY KEY);

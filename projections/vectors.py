@@ -36,8 +36,9 @@ if TYPE_CHECKING:
 
 Vector = npt.NDArray[np.float32]
 
-# Bump when the rows or the chunking change: the vectors are then rebuilt, from the cache.
-LAYOUT = 4
+# Bump when the rows (5: projects are paths) or the chunking change: the vectors are then rebuilt,
+# from the cache.
+LAYOUT = 5
 TABLE = "memories"
 MANIFEST = "embedded.parquet"
 # Below this many chunks a flat scan answers within about 6 ms (0.6 ms per 1,000 chunks here,

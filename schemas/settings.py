@@ -95,8 +95,12 @@ class Settings:
         return self._path("profiles")
 
     def profile_path(self, project: str | None) -> str:
-        name = "".join(c if c.isalnum() or c in "._-" else "_" for c in project or "_")[-120:]
-        return os.path.join(self.profiles_dir, name + ".md")
+        """`project`'s profile, named by a digest of the project: one file per project, whatever
+        its path."""
+        import hashlib
+
+        digest = hashlib.blake2b((project or "").encode("utf-8", "surrogatepass"), digest_size=16)
+        return os.path.join(self.profiles_dir, digest.hexdigest() + ".md")
 
     @property
     def spool_dir(self) -> str:

@@ -170,7 +170,7 @@ def test_a_session_folds_into_its_tables(folding: Folding) -> None:
         db,
         "SELECT session_id, project, start_source, end_reason, cwd, events, prompts, tool_uses, errors, "
         "started_at = first_event_at, ended_at = last_event_at FROM sessions",
-    ) == [("s1", "-repo", "startup", "logout", "/repo", 12, 1, 2, 1, True, True)]
+    ) == [("s1", "/repo", "startup", "logout", "/repo", 12, 1, 2, 1, True, True)]
     assert rows(db, "SELECT prompt, chars FROM prompts") == [("fix the build", 13)]
     assert rows(
         db, "SELECT tool, input_summary, outcome, duration_ms, files_touched FROM tool_uses ORDER BY ts"

@@ -246,7 +246,7 @@ def test_a_late_service_costs_the_hook_its_deadline_only(settings: Settings) -> 
 
 
 def test_the_hook_process_prints_the_contract_from_a_profile(env: dict[str, str], settings: Settings) -> None:
-    project = "-work-app"
+    project = "/work/app"
     os.makedirs(settings.profiles_dir)
     with open(settings.profile_path(project), "w") as f:
         f.write("remember the deploy key")
@@ -358,7 +358,7 @@ def test_a_request_that_cannot_have_its_turn_in_time_is_answered_at_once(recalle
 
 def test_an_adversarial_prompt_does_not_stall_the_next_ones(recaller: Recaller, env: dict[str, str]) -> None:
     settings = recaller.memories.settings
-    env = {**env, "REVERIE_HOME": settings.home, "CLAUDE_PROJECT_DIR": "/repo"}
+    env = {**env, "REVERIE_HOME": settings.home}
     stop = threading.Event()
     serving = threading.Thread(target=recall_service.run_recall_service, args=(settings, stop))
     serving.start()
@@ -366,7 +366,12 @@ def test_an_adversarial_prompt_does_not_stall_the_next_ones(recaller: Recaller, 
         wait_for(lambda: os.path.exists(settings.recall_socket_path), timeout=120, what="the recall service")
 
         def hook(prompt: str) -> str:
-            payload = {"hook_event_name": "UserPromptSubmit", "session_id": "s9", "prompt": prompt}
+            payload = {
+                "hook_event_name": "UserPromptSubmit",
+                "session_id": "s9",
+                "transcript_path": "/h/.claude/projects/-repo/s9.jsonl",  # the story's project, a key
+                "prompt": prompt,
+            }
             data = json.dumps(payload).encode()
             done = subprocess.run([str(BIN), "hook"], input=data, env=env, capture_output=True, timeout=60)
             assert (done.returncode, done.stderr) == (0, b"")
