@@ -5,6 +5,7 @@ lives here, beside the contracts. Standard library only: the hook uses it.
 """
 
 import os
+import stat
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -18,15 +19,38 @@ def write_durably(directory: str, name: str, data: bytes) -> str:
     temp = os.path.join(directory, f".{name}.{os.getpid()}.tmp")
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(temp, final)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temp, final)
+    except BaseException:  # a full disk: no empty or partial file stays behind
+        os.unlink(temp)
+        raise
     sync_directory(directory)
     return final
+
+
+class NotPrivate(OSError):
+    """A directory another user owns or can write: nothing of ours goes there."""
+
+
+def private_directory(path: str, create: bool = False) -> str:
+    """`path`, checked to be a directory of this user's that no other user can write. Given
+    `create`, it is made first (0700), and if it is ours its group and others lose write access."""
+    if create:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+    found = os.stat(path)
+    if not stat.S_ISDIR(found.st_mode) or found.st_uid != os.getuid():
+        raise NotPrivate(f"{path} is not a directory of this user's: nothing of reverie goes there")
+    if found.st_mode & 0o022:
+        if not create:
+            raise NotPrivate(f"other users can write in {path}, which reverie keeps for itself: chmod 700 it")
+        os.chmod(path, stat.S_IMODE(found.st_mode) & ~0o077)
+    return path
 
 
 class Busy(RuntimeError):

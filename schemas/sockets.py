@@ -4,38 +4,22 @@ who may be on the other end.
 A socket lives in a directory no other user can write: the data directory when the path fits
 in sun_path, else `reverie` in $XDG_RUNTIME_DIR, else `reverie-<uid>` in the temp folder,
 made 0700 (see `Settings`). So no other user can bind the path first. A server makes its
-directory private before it binds (`private_directory`); a client refuses a directory another
-user could write, and a peer of another uid (SO_PEERCRED, on Linux), before it sends a byte
-(`connect`). Standard library only: the hook connects through here.
+directory private before it binds (`schemas.files.private_directory`); a client refuses a
+directory another user could write, and a peer of another uid (SO_PEERCRED, on Linux), before
+it sends a byte (`connect`). Standard library only: the hook connects through here.
 """
 
 import os
 import socket
-import stat
 import struct
+
+from schemas.files import private_directory
 
 _PEERCRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
 
 
 class UnsafeSocket(OSError):
     """A socket another user could have bound, or that another user's process serves."""
-
-
-def private_directory(path: str, create: bool = False) -> str:
-    """`path`, checked to be a directory of this user's that no other user can write. Given
-    `create`, it is made first (0700), and if it is ours its group and others lose write access."""
-    if create:
-        os.makedirs(path, mode=0o700, exist_ok=True)
-    found = os.stat(path)
-    if not stat.S_ISDIR(found.st_mode) or found.st_uid != os.getuid():
-        raise UnsafeSocket(f"{path} is not a directory of this user's: no socket of reverie goes there")
-    if found.st_mode & 0o022:
-        if not create:
-            raise UnsafeSocket(
-                f"other users can write in {path}: `chmod 700 {path}` (reverie's sockets live there)"
-            )
-        os.chmod(path, stat.S_IMODE(found.st_mode) & ~0o077)
-    return path
 
 
 def check_peer(sock: socket.socket, path: str) -> None:

@@ -12,8 +12,9 @@ import pytest
 import redis
 
 from ingest.resp import Connection, RedisUnavailable
+from schemas.files import NotPrivate, private_directory
 from schemas.settings import Settings
-from schemas.sockets import UnsafeSocket, connect, private_directory
+from schemas.sockets import UnsafeSocket, connect
 from tests.conftest import BIN, wait_for
 from workers.redis_client import connect as redis_connect
 
@@ -100,12 +101,12 @@ def test_a_directory_another_user_owns_or_can_write_is_refused(home: str) -> Non
     theirs = os.path.join(home, "theirs")
     os.makedirs(theirs)
     os.chown(theirs, NOBODY, NOBODY)
-    with pytest.raises(UnsafeSocket, match="not a directory of this user's"):
+    with pytest.raises(NotPrivate, match="not a directory of this user's"):
         private_directory(theirs, create=True)
     open_to_all = os.path.join(home, "open")
     os.makedirs(open_to_all)
     os.chmod(open_to_all, 0o777)
-    with pytest.raises(UnsafeSocket, match="other users can write"):
+    with pytest.raises(NotPrivate, match="other users can write"):
         connect(os.path.join(open_to_all, "recall.sock"), 1.0)
     private_directory(open_to_all, create=True)  # a server makes its own directory private
     assert stat.S_IMODE(os.stat(open_to_all).st_mode) == 0o755 & ~0o077

@@ -28,12 +28,11 @@ from projections.recall import context
 from projections.recall.memories import Memories
 from projections.recall.pipeline import Overdue, Recall, Recaller
 from projections.vectors import Vectors, vectors_path
-from schemas.files import write_durably
+from schemas.files import private_directory, write_durably
 from schemas.ids import new_event_id
 from schemas.kinds import MEMORY_RETRIEVED, SOURCE_WORKER
 from schemas.recall import REQUEST_LIMIT, RecallRequest
 from schemas.settings import Settings
-from schemas.sockets import private_directory
 from workers.dispatcher import append_to_stream
 from workers.redis_client import connect
 

@@ -6,9 +6,8 @@ append-only file under the data directory, so the stream survives a restart.
 
 import os
 
-from schemas.files import write_durably
+from schemas.files import private_directory, write_durably
 from schemas.settings import Settings
-from schemas.sockets import private_directory
 
 
 def server_binary() -> str:
