@@ -7,7 +7,7 @@ library because the hook writes them too.
 import json
 import os
 
-from ingest.redact import redact_text
+from ingest.redact import redact_argv, redact_text
 from schemas.files import write_durably
 from schemas.ids import new_event_id, utc_now_iso
 
@@ -38,7 +38,7 @@ def write_dead_letter(
         # redacted before it is cut, so the cut cannot shorten a secret below what the patterns see
         "head": redact_text(text)[:HEAD_CHARS],
         "size": len(data),
-        "argv": argv or [],
+        "argv": redact_argv(argv or []),
         "body": redact_text(text) if whole else None,
     }
     return write_durably(directory, letter_id + ".json", json.dumps(record).encode())

@@ -1,8 +1,12 @@
+import pathlib
+import re
+from typing import Any
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ingest.redact import redact, redact_text
+from ingest.redact import KINDS, redact, redact_text
 
 SECRETS = {
     "anthropic": "sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz012345",
@@ -142,3 +146,168 @@ def test_each_string_of_a_payload_is_redacted_once() -> None:
     text = 'CONF_PASSWORD = "hunter22"`, then more'
     assert redact({"content": text}, text=_cut_and_redact) == {"content": redact_text(text)}
     assert redact_text(text) == "CONF_PASSWORD = [REDACTED:secret-assignment]`, then more"
+
+
+PYPI_TOKEN = "pypi-AgEIcHlwaS5vcmcCJDFhYmMxMjM0LTU2NzgtOWFiYy1kZWYwLTEyMzQ1Njc4OWFiYwACKlszLCJhYmMiXQAABiD"
+
+
+def test_a_token_used_as_a_key_is_redacted_and_no_value_is_lost() -> None:
+    token, other = SECRETS["github"], "ghp_ZyXwVuTsRqPoNmLkJiHgFeDcBa9876543210"
+    redacted = redact({"tokens": {token: "repo", other: "admin"}, "x": {"name": token}})
+    assert token not in str(redacted) and other not in str(redacted)
+    assert sorted(redacted["tokens"].values()) == ["admin", "repo"]
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"password": 123456789},
+        {"db": {"PASSWORD": 3.14159}},
+        {"db": {"pass": "hunter22"}},
+        {"settings": [{"pwd": "hunter22"}]},
+        {"passphrase": "correct horse"},
+        {"db_pass": "hunter22"},
+        {"DB_PASS": "hunter22"},
+        {"dbPass": 31337},
+        {"smtp-pwd": "hunter22"},
+    ],
+)
+def test_secret_fields_of_any_scalar_type_and_spelling_are_redacted(value: object) -> None:
+    redacted = str(redact(value))
+    assert "[REDACTED:secret-field]" in redacted
+    assert not any(s in redacted for s in ("123456789", "3.14159", "hunter22", "horse", "31337"))
+
+
+def test_fields_that_only_sound_like_secrets_are_kept() -> None:
+    value = {"bypass": "cache", "compass": "north", "max_tokens": 4096, "is_secret": True, "password": None}
+    assert redact(value) == value
+
+
+@pytest.mark.parametrize(
+    ("text", "secret", "kept"),
+    [
+        ("export DB_PASS=hunter22", "hunter22", "export DB_PASS="),
+        ("MYSQL_ROOT_PWD='s3cr3t!x' docker compose up", "s3cr3t!x", "MYSQL_ROOT_PWD="),
+        (
+            "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MA==;"
+            "EndpointSuffix=core.windows.net",
+            "Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MA",
+            "AccountName=acct;AccountKey=",
+        ),
+        (
+            "Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=Root;SharedAccessKey=q1w2e3r4t5y6u7i8o9=",
+            "q1w2e3r4t5y6u7i8o9",
+            "SharedAccessKeyName=Root;SharedAccessKey=",
+        ),
+        (
+            "https://acct.blob.core.windows.net/c/b.txt?sv=2022-11-02&sp=r&se=2030-01-01&sig=AbCd%2BEfGh1234%3D",
+            "AbCd%2BEfGh1234",
+            "?sv=2022-11-02&sp=r&se=2030-01-01&sig=",
+        ),
+        ("curl -u bob:hunter22 https://api.example.com", "hunter22", "curl -u bob:"),
+        ("curl -s --user bob:hunter22 https://api.example.com", "hunter22", "curl -s --user bob:"),
+        ("curl --user=bob:hunter22 https://x", "hunter22", "curl --user=bob:"),
+        ("curl -u 'bob:hunter 22' https://x", "hunter 22", "curl -u 'bob:"),
+        ('curl -u "bob:hunter 22" https://x', "hunter 22", 'curl -u "bob:'),
+        ("mysql -u root -phunter22 app", "hunter22", "mysql -u root -p"),
+        ("mysql -u root -p'hunter 22' app", "hunter 22", "mysql -u root -p"),
+        ("mysqldump -h db -phunter22 app > dump.sql", "hunter22", "mysqldump -h db -p"),
+        (f"twine upload -p {PYPI_TOKEN} dist/*", PYPI_TOKEN[20:], "twine upload -p "),
+        ("https://user:p@ss@host.example.com/x", "p@ss", "https://user:"),
+        ("postgres://bob:h@ck:er@db:5432/app", "ck:er", "postgres://bob:"),
+    ],
+)
+def test_passwords_in_commands_and_connection_strings_are_redacted(text: str, secret: str, kept: str) -> None:
+    redacted = redact_text(text)
+    assert secret not in redacted
+    assert kept in redacted
+
+
+def test_a_url_password_runs_to_the_last_at_sign_before_the_host() -> None:
+    assert redact_text("https://user:p@ss@host.example.com/x") == (
+        "https://user:[REDACTED:url-password]@host.example.com/x"
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "pass the test before you push",
+        "the password reset flow sends an email",
+        "ssh -p 2222 host",
+        "docker run -p 8080:80 -p8443:443 image",
+        "docker run -u 1000:1000 image",
+        "git push -u origin main",
+        "mysql -p app",
+        "PASS: 12 tests",
+        "PWD=/home/me",
+        "https://user@host.example.com/path?email=a@b.c",
+        "http://localhost:3000?email=a@b.c",
+    ],
+)
+def test_commands_and_prose_near_secret_words_are_left_alone(text: str) -> None:
+    assert redact_text(text) == text
+
+
+def test_hook_arguments_in_a_dead_letter_are_redacted(tmp_path: pathlib.Path) -> None:
+    import json
+
+    from ingest.dead_letters import write_dead_letter
+
+    argv = ["hook", "PostToolUse", "--token", "hunter22xyz", SECRETS["github"]]
+    path = write_dead_letter(str(tmp_path), "hook", "broken", b"{", argv=argv)
+    with open(path) as f:
+        kept = json.load(f)["argv"]
+    assert kept[:3] == ["hook", "PostToolUse", "--token"]
+    assert "hunter22xyz" not in str(kept) and SECRETS["github"] not in str(kept)
+
+
+def test_every_pattern_is_linear_on_long_runs_of_its_literals() -> None:
+    import time
+
+    slowest = 0.0
+    for kind in KINDS:
+        pattern = kind.pattern()
+        for literal in kind.literals:
+            for unit in (literal, literal + " ", literal + "a" * 40 + ":", literal.upper() + "0" * 40 + "@"):
+                text = unit * (100_000 // len(unit))
+                started = time.perf_counter()
+                pattern.search(text)
+                slowest = max(slowest, time.perf_counter() - started)
+    assert slowest < 0.25, slowest  # a quadratic pattern takes seconds to minutes on 100k characters
+
+
+LITERALS = sorted({literal for kind in KINDS for literal in kind.literals})
+
+
+@given(st.lists(st.sampled_from([*LITERALS, "a", "0", " ", "-", "_", ".", "X"]), max_size=30).map("".join))
+def test_the_trie_calls_for_the_kinds_the_substring_tests_call_for(text: str) -> None:
+    from ingest.redact import _kinds_called_for, _kinds_of_literal, _literal_finder
+
+    by_tests = {i for literal, kinds in _kinds_of_literal().items() if literal in text for i in kinds}
+    by_trie = {i for literal in _literal_finder().findall(text) for i in _kinds_called_for(literal)}
+    assert by_trie == by_tests
+
+
+def test_gitleaks_rules_are_translated_from_re2_or_left_out() -> None:
+    from ingest.token_formats_build import formats
+
+    rules: list[dict[str, Any]] = [
+        {"id": "scoped", "keywords": ["p8e-"], "regex": r"\b(p8e-(?i)[a-z0-9]{4})(?:[\s;]|$)"},
+        {"id": "posix", "keywords": ["pat"], "regex": r"\bpat[[:alnum:]]{4}\b"},
+        {"id": "end", "keywords": ["sha256~"], "regex": r"sha256~[\w-]{4}(?:[^\w-]|\z)"},
+        {
+            "id": "assignment",
+            "keywords": ["beamer"],
+            "regex": r"(?i)[\w.-]{0,50}?(?:beamer)[\s=]{0,5}(\w{8})",
+        },
+        {"id": "unbounded", "keywords": ["curl"], "regex": r"\bcurl\b.*-u (\S+)"},
+        {"id": "unsupported", "keywords": ["x"], "regex": r"(?U)x+"},
+        {"id": "path-only", "path": r"\.p12$"},
+    ]
+    kept = {name: re.compile(source) for name, _, source, _, _ in formats(rules)}
+    assert sorted(kept) == ["end", "posix", "scoped"]
+    assert kept["scoped"].search("p8e-AbC1") and not kept["scoped"].search("P8E-abc1")
+    assert kept["posix"].search("patAb12") and not kept["posix"].search("pat:]]]]")
+    assert kept["end"].search("sha256~ab_c") and not kept["end"].search("sha256~ab_cd")
+    assert not kept["end"].search("sha256~ab_\u00e9 ")  # \w is ASCII, as in RE2

@@ -11,6 +11,9 @@
   instructions.
 """
 
+import functools
+import re
+import unicodedata
 from collections.abc import Iterable
 from typing import Literal
 
@@ -55,8 +58,42 @@ def budget(level: Pressure, transcript_bytes: int | None = None) -> int:
 
 
 def escape(text: str) -> str:
-    """Stored text as inert data inside the fence."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    """Stored text as inert data inside the fence: no character in it opens or closes a tag.
+
+    Escaped is `&`, and every character a reader may take for `<` or `>`: those whose
+    compatibility decomposition holds one (fullwidth U+FF1C, small U+FE64, `≮`), and those that
+    Unicode names an angle bracket or quotation mark (U+2039, U+3008, U+27E8, U+02C2: `_lookalike`).
+    Linear: each distinct character of the text is judged once, then one `str.translate`.
+    """
+    table = {ord(char): entity for char in set(text) if (entity := _entity(char))}
+    return text.translate(table) if table else text
+
+
+_NAMED = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+_ANGLE_NAME = re.compile(r"ANGLE BRACKET|POINTING ANGLE|ANGLE QUOTATION|LESS-THAN|GREATER-THAN|ARROWHEAD$")
+
+
+@functools.lru_cache(maxsize=4096)
+def _entity(char: str) -> str | None:
+    """The entity `char` is escaped as, None if it stays."""
+    if char in _NAMED:
+        return _NAMED[char]
+    if char.isascii() or not _lookalike(char):
+        return None
+    return f"&#x{ord(char):X};"
+
+
+def _lookalike(char: str) -> bool:
+    """Whether `char` may be read as `<`, `>` or `&`: its NFKD form holds one (so its NFKC form
+    too, and `≮`, whose NFKC form is itself), or it is punctuation, a modifier symbol or a format
+    character (not a letter, nor a relation like `≤`) whose Unicode name says angle bracket,
+    angle quotation mark, less-/greater-than, or arrowhead."""
+    if any(c in _NAMED for c in unicodedata.normalize("NFKD", char)):
+        return True
+    category = unicodedata.category(char)
+    return (category[0] == "P" or category in ("Sk", "Cf")) and bool(
+        _ANGLE_NAME.search(unicodedata.name(char, ""))
+    )
 
 
 def render(memories: Iterable[Scored], limit_chars: int) -> str:
