@@ -12,6 +12,7 @@ import json
 import os
 import time
 
+from schemas.fence import guarded
 from schemas.kinds import HOOK_CONTEXT_LIMIT
 from schemas.prompt import gist
 from schemas.settings import Settings
@@ -26,12 +27,11 @@ if TYPE_CHECKING:
 
 
 def hook_output(hook: str, context: str) -> bytes:
-    """Claude Code's contract for a hook that adds context; empty when there is none."""
-    if not context:
+    """Claude Code's contract for a hook that adds context, fenced; empty when there is none."""
+    text = guarded(context, HOOK_CONTEXT_LIMIT)  # fenced, whatever the service or the profile said
+    if not text:
         return b""
-    output = {
-        "hookSpecificOutput": {"hookEventName": hook, "additionalContext": context[:HOOK_CONTEXT_LIMIT]}
-    }
+    output = {"hookSpecificOutput": {"hookEventName": hook, "additionalContext": text}}
     return json.dumps(output, ensure_ascii=False).encode() + b"\n"
 
 

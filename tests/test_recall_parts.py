@@ -8,10 +8,10 @@ import pytest
 
 from projections.recall import fabric, scoring
 from projections.recall.baseline import Spread, z_scores
-from projections.recall.context import escape
 from projections.recall.fusion import reciprocal_ranks
 from projections.recall.tasks import classify, keywords, queries
 from projections.recall.timeframes import window
+from schemas.fence import escape
 
 NOW = datetime(2026, 11, 22, 10, 30, tzinfo=UTC)
 
