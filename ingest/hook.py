@@ -66,7 +66,7 @@ def deliver(settings: Settings, event_id: str, data: bytes) -> str:
         return "stream"
     except Exception:  # unreachable, slow, refusing, misconfigured, out of time: the spool takes it
         _disarm()  # the spool write must not be cut short by the watchdog
-        spool_event(settings.spool_dir, event_id, data)
+        spool_event(settings, event_id, data)
         return "spool"
 
 

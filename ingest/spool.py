@@ -10,13 +10,21 @@ import os
 import time
 from collections.abc import Callable, Iterator
 
-from schemas.files import sync_directory, write_durably
+from schemas.files import private_directory, sync_directory, write_durably
+from schemas.settings import Settings
 
 SUFFIX = ".json"
 
 
-def spool_event(spool_dir: str, event_id: str, data: bytes) -> str:
-    return write_durably(spool_dir, event_id + SUFFIX, data)
+def spool_event(settings: Settings, event_id: str, data: bytes) -> str:
+    """Keep the event in the spool; if the data directory's disk cannot take it, in the
+    runtime directory's (settings.spool_dirs); the dispatcher drains both."""
+    first, fallback = settings.spool_dirs
+    try:
+        return write_durably(first, event_id + SUFFIX, data)
+    except OSError:
+        private_directory(os.path.dirname(fallback), create=True)
+        return write_durably(fallback, event_id + SUFFIX, data)
 
 
 def spooled(spool_dir: str, abandoned_after_s: float = 60.0) -> list[str]:

@@ -2,16 +2,19 @@
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
 import time
+from typing import TYPE_CHECKING
 
 import msgspec
 
 from reverie.console import err, fail, out, progress_bar
-from schemas.settings import QUEUE, Settings
+from schemas.settings import Settings
+
+if TYPE_CHECKING:
+    from workers.status import StackStatus
 
 BACKGROUND_NICENESS = 10  # the projector's, the embedder's and the RQ workers' (see _in_background)
 
@@ -108,6 +111,7 @@ def status(as_json: bool) -> int:
         ("lag", str(state.lag)),
         ("spooled events", str(state.spooled)),
         ("dead letters", str(state.dead_letters)),
+        ("disk", _disk(state)),
         ("archived events", f"{state.archived} in {state.segments} segments"),
         ("projections", _age("snapshot", state.projections_published_at)),
         ("vectors", _age("manifest", state.vectors_published_at)),
@@ -118,6 +122,14 @@ def status(as_json: bool) -> int:
         table.add_row(f"[bold]{name}[/]", value)
     out.print(table)
     return 0 if state.reachable else 1
+
+
+def _disk(state: "StackStatus") -> str:
+    free = "unknown" if state.disk_free is None else f"{state.disk_free / 2**20:,.0f} MiB free"
+    if state.disk_full or state.redis_write_error:
+        problem = state.redis_write_error or "the stack waits for space, and resumes by itself"
+        return f"[bold red]FULL[/] ({free}): {problem}"
+    return free
 
 
 def _age(what: str, published_at: float | None) -> str:
@@ -238,15 +250,10 @@ def replay() -> int:
 
 
 def worker() -> int:
-    from rq import Queue, Worker
-
     from workers.logs import configure_logging
-    from workers.redis_client import connect
+    from workers.queue_worker import run_worker
 
     configure_logging(json=True)
     _in_background()
-    settings = Settings.from_env()
-    client = connect(settings, timeout=None)  # RQ blocks on the queue for minutes
-    name = f"{socket.gethostname()}.{os.getpid()}"
-    Worker([Queue(QUEUE, connection=client)], connection=client, name=name).work(logging_level="INFO")
+    run_worker(Settings.from_env(), _stop_on_signals())
     return 0

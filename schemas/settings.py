@@ -74,10 +74,14 @@ class Settings:
         path = self._path(f"{name}.sock")
         if len(path) <= _MAX_SOCKET_PATH:
             return path
+        return os.path.join(self.runtime_dir, f"{self._digest}-{name}.sock")
+
+    @property
+    def _digest(self) -> str:
+        """The data directory's name in the runtime directory, which all of a user's share."""
         import hashlib
 
-        digest = hashlib.blake2b(self.home.encode(), digest_size=6).hexdigest()
-        return os.path.join(self.runtime_dir, f"{digest}-{name}.sock")
+        return hashlib.blake2b(self.home.encode(), digest_size=6).hexdigest()
 
     @property
     def socket_path(self) -> str:
@@ -106,6 +110,12 @@ class Settings:
     def spool_dir(self) -> str:
         """Events a hook could not deliver, one file each, drained by the dispatcher."""
         return self._path("spool")
+
+    @property
+    def spool_dirs(self) -> list[str]:
+        """The spool, and where hooks spool when the data directory's disk is full: this user's
+        runtime directory (often in memory: lost on a reboot, kept through an outage)."""
+        return [self.spool_dir, os.path.join(self.runtime_dir, f"{self._digest}-spool")]
 
     @property
     def dead_letter_dir(self) -> str:

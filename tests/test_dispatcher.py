@@ -146,7 +146,7 @@ def test_the_spool_is_drained_into_the_stream_once(
     ids = []
     for i in range(7):
         event_id, data = event(f"spooled {i}")
-        spool_event(settings.spool_dir, event_id, data)
+        spool_event(settings, event_id, data)
         ids.append(event_id)
     dispatcher.drain_spool()
     assert spooled(settings.spool_dir) == []

@@ -31,6 +31,7 @@ log = structlog.get_logger("reverie.dispatcher")
 
 Entry = tuple[bytes, dict[bytes, bytes] | None]
 HEARTBEAT_PREFIX = "reverie:dispatcher:"
+_MIN_PAUSE_S, _MAX_PAUSE_S = 0.5, 5.0  # between tries while Redis or the disk is away
 
 
 class Heartbeat(msgspec.Struct, frozen=True):
@@ -88,26 +89,34 @@ class Dispatcher:
         log.info("dispatcher.started", consumer=self.consumer, archived=len(self.archived))
 
     def run(self, stop: threading.Event) -> None:
-        """Archive until `stop` is set; ride out Redis going away and coming back."""
-        self.start()
+        """Archive until `stop` is set; ride out Redis going away and coming back, and a disk
+        that cannot take a segment: what was read stays pending in Redis, and is archived
+        again once the disk or the server is back."""
+        started = False
         next_upkeep = 0.0
+        pause = _MIN_PAUSE_S
         while not stop.is_set():
             try:
+                if not started:
+                    self.start()
+                    started = True
                 if time.monotonic() >= next_upkeep:
                     self.upkeep()
                     next_upkeep = time.monotonic() + 5
                 self.drain_spool()
                 self.archive(self.read(">", self.block_ms))
+                pause = _MIN_PAUSE_S
+                continue
             except (redis.ConnectionError, redis.TimeoutError) as e:
-                log.warning("redis.unavailable", error=str(e), retry_in=1.0)
-                next_upkeep = 0.0
-                stop.wait(1.0)
+                log.warning("redis.unavailable", error=str(e), retry_in=pause)
             except redis.ResponseError as e:
-                if "NOGROUP" not in str(e):
-                    raise
-                log.warning("group.missing", error=str(e))  # the server lost its data: start again
-                next_upkeep = 0.0
-                stop.wait(1.0)
+                # NOGROUP: the server lost its data, start again; MISCONF: its disk is full
+                log.warning("redis.refused", error=str(e), retry_in=pause)
+            except OSError as e:  # no space left for the segment, the spool, a dead letter
+                log.warning("disk.write_failed", error=str(e), retry_in=pause)
+            next_upkeep = 0.0  # then read again what is pending
+            stop.wait(pause)
+            pause = min(pause * 2, _MAX_PAUSE_S)
         self.close()
         log.info("dispatcher.stopped", archived=self.archived_count)
 
@@ -152,8 +161,9 @@ class Dispatcher:
                 return
 
     def drain_spool(self) -> None:
-        if count := drain(self.settings.spool_dir, self._append_durably):
-            log.info("spool.drained", events=count)
+        for spool_dir in self.settings.spool_dirs:
+            if count := drain(spool_dir, self._append_durably):
+                log.info("spool.drained", events=count, spool=spool_dir)
 
     def _append_durably(self, batch: Sequence[bytes]) -> None:
         """Append to the stream and wait until the server's append-only file has it on disk:

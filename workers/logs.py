@@ -1,10 +1,13 @@
 """structlog set-up: JSON lines in worker processes, readable lines on a terminal.
 
-Libraries that log through the standard library (RQ does) go through the same renderer.
+Libraries that log through the standard library (RQ does) go through the same renderer. A log
+line that cannot be written (a full disk under the log file, a closed terminal) is dropped
+and counted, never raised: no process of the stack dies because its log could not be written.
 """
 
 import logging
 import sys
+from typing import TextIO
 
 import structlog
 
@@ -15,7 +18,32 @@ _SHARED: list[structlog.typing.Processor] = [
 ]
 
 
+class ForgivingStream:
+    """A text stream whose failed writes are dropped and counted instead of raised."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.dropped = 0
+
+    def write(self, text: str) -> int:
+        try:
+            return self.stream.write(text)
+        except (OSError, ValueError):  # no space left, a broken pipe, a closed file
+            self.dropped += 1
+            return 0
+
+    def flush(self) -> None:
+        try:
+            self.stream.flush()
+        except (OSError, ValueError):
+            self.dropped += 1
+
+    def isatty(self) -> bool:
+        return self.stream.isatty()
+
+
 def configure_logging(json: bool, level: int = logging.INFO) -> None:
+    stream = ForgivingStream(sys.stderr)
     renderer: structlog.typing.Processor = (
         structlog.processors.JSONRenderer()
         if json
@@ -24,10 +52,10 @@ def configure_logging(json: bool, level: int = logging.INFO) -> None:
     structlog.configure(
         processors=[*_SHARED, structlog.processors.format_exc_info, renderer],
         wrapper_class=structlog.make_filtering_bound_logger(level),
-        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+        logger_factory=structlog.PrintLoggerFactory(stream),  # type: ignore[arg-type]
         cache_logger_on_first_use=True,
     )
-    handler = logging.StreamHandler(sys.stderr)
+    handler = logging.StreamHandler(stream)
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(
             foreign_pre_chain=[structlog.stdlib.add_logger_name, *_SHARED],

@@ -1,11 +1,13 @@
 """What `reverie status` reports: the stream, the spool, the log and who is alive."""
 
 import os
+import socket
 from typing import Any
 
 import msgspec
 import redis
 from rq import Worker
+from rq.worker import BaseWorker
 
 from ingest.dead_letters import count_dead_letters
 from ingest.spool import spooled
@@ -16,6 +18,11 @@ from schemas.settings import GROUP, STREAM, Settings
 from workers.dispatcher import HEARTBEAT_PREFIX, Heartbeat
 from workers.redis_client import connect
 from workers.supervisor import running_pid
+
+# Below this much free space (64 MiB, or 2% of a smaller disk), segments, snapshots and the
+# server's append-only file soon cannot be written: the stack holds what it has and waits
+# (nothing is lost), and says so here.
+DISK_FULL_BELOW, DISK_FULL_SHARE = 64 * 2**20, 0.02
 
 
 class WorkerState(msgspec.Struct, frozen=True):
@@ -39,6 +46,9 @@ class StackStatus(msgspec.Struct, frozen=True, kw_only=True):
     vectors_published_at: float | None = None  # when the embedder last published what it holds
     dispatchers: list[Heartbeat] = []
     workers: list[WorkerState] = []
+    disk_free: int | None = None  # bytes free for the data directory
+    disk_full: bool = False  # too little to write a segment, a snapshot, a spooled event
+    redis_write_error: str | None = None  # the server cannot write its append-only file
 
 
 def _group_info(client: "redis.Redis") -> dict[str, Any]:
@@ -65,13 +75,53 @@ def _manifest(settings: Settings) -> str:
     return os.path.join(vectors_path(settings.projections_dir, settings.embedding_model), MANIFEST)
 
 
+def _disk(settings: Settings) -> tuple[int, bool] | None:
+    """Bytes free for the data directory, and whether that is too little."""
+    path = settings.home
+    while not os.path.exists(path) and os.path.dirname(path) != path:
+        path = os.path.dirname(path)
+    try:
+        found = os.statvfs(path)
+    except OSError:
+        return None
+    free = found.f_bavail * found.f_frsize
+    return free, free < min(DISK_FULL_BELOW, DISK_FULL_SHARE * found.f_blocks * found.f_frsize)
+
+
+def _may_live(worker: BaseWorker) -> bool:
+    """False for a worker of this machine whose process is gone (killed, it could not say it
+    left; RQ keeps its record, "busy", until its time to live ends)."""
+    if worker.hostname != socket.gethostname() or not worker.pid:
+        return True
+    try:
+        os.kill(worker.pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+def _redis_write_error(client: "redis.Redis") -> str | None:
+    """Why the server refuses writes, if it does (its disk is full)."""
+    info: dict[str, Any] = client.info("persistence")
+    if info.get("aof_enabled") and info.get("aof_last_write_status") == "err":
+        return "the server cannot write its append-only file, and refuses events meanwhile"
+    if info.get("rdb_last_bgsave_status") == "err":
+        return "the server's last snapshot failed"
+    return None
+
+
 def stack_status(settings: Settings) -> StackStatus:
     event_log = EventLog(settings.event_log_dir)
+    free, full = _disk(settings) or (None, False)
     local = StackStatus(
+        disk_free=free,
+        disk_full=full,
         redis_url=settings.redis_url,
         reachable=False,
         stack_pid=running_pid(settings),
-        spooled=len(spooled(settings.spool_dir)),
+        spooled=sum(len(spooled(d)) for d in settings.spool_dirs),
         dead_letters=count_dead_letters(settings.dead_letter_dir),
         segments=len(event_log.segments()),
         archived=event_log.count(),
@@ -86,11 +136,13 @@ def stack_status(settings: Settings) -> StackStatus:
         beats = (
             [msgspec.json.decode(v, type=Heartbeat) for v in client.mget(beat_keys) if v] if beat_keys else []
         )
+        write_error = _redis_write_error(client)
         workers = [
             WorkerState(
                 w.name, str(w.get_state()), w.last_heartbeat.isoformat() if w.last_heartbeat else None
             )
             for w in Worker.all(connection=client)
+            if _may_live(w)
         ]
     except (redis.RedisError, OSError):
         return local
@@ -102,4 +154,5 @@ def stack_status(settings: Settings) -> StackStatus:
         lag=group.get("lag"),
         dispatchers=beats,
         workers=workers,
+        redis_write_error=write_error,
     )

@@ -127,7 +127,10 @@ class Supervisor:
             if not self._start_all():
                 return 1
             while not self.stopping.wait(0.5):
-                self._restart_dead()
+                try:
+                    self._restart_dead()
+                except Exception:  # e.g. no process can be started now: the stack goes on, and retries
+                    log.exception("supervisor.restart_failed")
             return 0
         finally:
             for child in reversed(self.children):
