@@ -1,0 +1,99 @@
+"""The stack rides out an outage in process, says only what is true of it, and keeps its files
+for its user alone."""
+
+import json
+import os
+import signal
+import stat
+
+import pytest
+
+from tests.conftest import Stack, run_hook, wait_for
+from tests.test_integration import server_pid
+from workers.status import stack_status
+
+pytestmark = pytest.mark.integration
+
+
+def _pids(stack: Stack) -> tuple[set[int], set[str]]:
+    state = stack_status(stack.settings)
+    return {d.pid for d in state.dispatchers}, {w.name for w in state.workers}
+
+
+def _exits(stack: Stack, process: str) -> int:
+    """How often the supervisor saw `process` exit."""
+    with open(os.path.join(stack.settings.home, "up.log"), "rb") as log:
+        lines = [json.loads(line) for line in log if line.startswith(b"{")]
+    return sum(
+        1 for line in lines if line.get("event") == "process.exited" and line.get("process") == process
+    )
+
+
+def _started_at(process: str) -> float | None:
+    """When the newest `reverie <process>` process started (seconds since boot), if one runs."""
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                if f.read().split(b"\0")[-2:-1] == [process.encode()]:
+                    with open(f"/proc/{entry}/stat") as s:
+                        found.append(int(s.read().rsplit(")", 1)[1].split()[19]) / os.sysconf("SC_CLK_TCK"))
+        except (OSError, ValueError, IndexError):
+            continue
+    return max(found, default=None)
+
+
+def _uptime() -> float:
+    with open("/proc/uptime") as f:
+        return float(f.read().split()[0])
+
+
+def test_a_dispatcher_started_while_the_server_is_away_waits_for_it(
+    stack: Stack, env: dict[str, str]
+) -> None:
+    [dispatcher] = wait_for(lambda: _pids(stack)[0], what="a dispatcher")
+    server = server_pid(stack.settings)
+    os.kill(server, signal.SIGSTOP)  # away: connections hang, and time out
+    try:
+        os.kill(dispatcher, signal.SIGKILL)
+        wait_for(lambda: _exits(stack, "dispatcher") == 1, what="the supervisor to see the dispatcher die")
+        # the dispatcher the supervisor starts again meets the frozen server, past its 5 s timeout
+        wait_for(
+            lambda: (began := _started_at("dispatch")) is not None and _uptime() - began > 8,
+            timeout=60,
+            what="a new dispatcher to have waited 8 s for the server",
+        )
+    finally:
+        os.kill(server, signal.SIGCONT)
+    payload = {"session_id": "away", "hook_event_name": "UserPromptSubmit", "prompt": "while away"}
+    assert run_hook(json.dumps(payload).encode(), env).returncode == 0
+    archived = "select count(*) from events where payload->>'prompt' = 'while away'"
+    wait_for(
+        lambda: stack.query(archived) == [(1,)],
+        timeout=60,
+        what="the event, archived once the server is back",
+    )
+    assert _exits(stack, "dispatcher") == 1, "the dispatcher exited while the server was away"
+
+
+def test_a_killed_worker_is_not_listed(stack: Stack) -> None:
+    [name] = wait_for(lambda: _pids(stack)[1], what="a worker")
+    os.kill(int(name.split(".")[1]), signal.SIGKILL)
+    wait_for(lambda: name not in _pids(stack)[1], timeout=10, what="the killed worker to leave the list")
+
+
+def test_every_folder_and_file_of_the_data_directory_is_the_users_alone(
+    stack: Stack, env: dict[str, str]
+) -> None:
+    payload = {"session_id": "mode", "hook_event_name": "UserPromptSubmit", "prompt": "private"}
+    assert run_hook(json.dumps(payload).encode(), env).returncode == 0
+    wait_for(lambda: stack.archived() >= 1, what="an archived event")
+    wait_for(lambda: stack_status(stack.settings).projections_published_at, what="a snapshot")
+    opened = []
+    for root, folders, files in os.walk(stack.settings.home):
+        for name in [*folders, *files]:
+            path = os.path.join(root, name)
+            mode = os.lstat(path).st_mode
+            if name != "up.log" and not stat.S_ISLNK(mode) and stat.S_IMODE(mode) & 0o077:
+                opened.append(path)
+    assert opened == []
