@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 from ingest.redact import redact, redact_text
-from ingest.truncate import cut, encode_within_budget
+from ingest.truncate import EVENT_LIMIT, cut, encode_within_budget, truncate_strings
 from schemas.kinds import SCHEMA_VERSION
 
 TYPE_CHECKING = False
@@ -52,7 +52,8 @@ def encode_event(
     source: str,
     caused_by: list[str] | None = None,
 ) -> bytes:
-    """The event as JSON bytes: secrets redacted, oversized strings cut, at most EVENT_LIMIT."""
+    """The event as JSON bytes: secrets redacted, oversized strings, nesting and lists cut, at
+    most EVENT_LIMIT. Costs the values kept, whatever the payload's size and shape."""
     session_id = payload.get("session_id")
     agent = payload.get("agent_id")
     envelope = {
@@ -66,10 +67,11 @@ def encode_event(
         "agent": agent[:ID_LIMIT] if isinstance(agent, str) and agent else "main",
         "source": source,
         "v": SCHEMA_VERSION,
-        # one walk: each string is cut first (redacting megabytes of tool output would cost the
-        # agent seconds), and its kept pieces redacted with a margin, so a secret across a cut
-        # is still seen whole
-        "payload": redact(payload, text=_cut_and_redact),
+        # Shape first: nesting past MAX_DEPTH, and values past what an event can hold, are
+        # cut, so redaction walks only what is kept, on a stack no deeper than MAX_DEPTH. It
+        # cuts each string before redacting it (megabytes of tool output would cost the agent
+        # seconds), with a margin, so a secret across a cut is still seen whole.
+        "payload": redact(truncate_strings(payload, None, max_size=EVENT_LIMIT), text=_cut_and_redact),
         "caused_by": caused_by or [],
     }
     return encode_within_budget(envelope, _json)

@@ -10,7 +10,7 @@ payload it cannot read becomes a dead letter with the reason. Standard library o
 from __future__ import annotations
 
 import contextlib
-import json
+import gc
 import os
 import signal
 import sys
@@ -21,12 +21,12 @@ from ingest.envelope import Rejected, encode_event
 from ingest.project import project_of
 from ingest.resp import Connection
 from ingest.spool import spool_event
+from ingest.truncate import MAX_INPUT, loads, loads_head
 from schemas.ids import new_event_id, utc_now_iso
 from schemas.kinds import HOOK_KINDS, SOURCE_CLAUDE_CODE
 from schemas.settings import STREAM, Settings
 
 DEADLINE_S = 5.0
-MAX_INPUT = 64 * 2**20
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -36,16 +36,22 @@ if TYPE_CHECKING:
     Environ = Mapping[str, str]
 
 
-def parse_payload(raw: bytes, hook_name: str | None) -> tuple[str, dict[str, Any]]:
-    """The event kind and the payload, or Rejected with the reason."""
+def parse_payload(raw: bytes, hook_name: str | None, whole: bool = True) -> tuple[str, dict[str, Any]]:
+    """The event kind and the payload, or Rejected with the reason. Nesting past MAX_DEPTH is
+    cut; if `raw` is not `whole` but the first MAX_INPUT bytes of a larger payload, what they
+    hold is kept, marked as cut."""
     if not raw.strip():
         raise Rejected("empty input: a hook expects one JSON object on stdin")
-    try:
-        payload = json.loads(raw)
-    except (ValueError, RecursionError) as e:
-        raise Rejected(f"not JSON: {e}") from None
+    if whole:
+        try:
+            payload = loads(raw)
+        except ValueError as e:
+            raise Rejected(f"not JSON: {e}") from None
+    else:
+        payload = loads_head(raw, f"the payload ran past {MAX_INPUT} bytes: the rest is cut")
     if not isinstance(payload, dict):
-        raise Rejected(f"expected a JSON object, got {type(payload).__name__}")
+        larger = "" if whole else f"larger than {MAX_INPUT} bytes, "
+        raise Rejected(f"{larger}expected a JSON object, got {type(payload).__name__}")
     name = hook_name or payload.get("hook_event_name")
     if not isinstance(name, str) or not name:
         raise Rejected("no hook event name: give it as `reverie hook EVENT` or in hook_event_name")
@@ -71,12 +77,10 @@ def deliver(settings: Settings, event_id: str, data: bytes) -> str:
 
 
 def _read(stdin: BinaryIO | None) -> bytes:
+    """The payload, or its first MAX_INPUT + 1 bytes if it is larger (what follows is not read)."""
     if stdin is None or stdin.isatty():
         raise Rejected("no payload: stdin is not a pipe (Claude Code sends the payload on stdin)")
-    raw = stdin.read(MAX_INPUT + 1)
-    if len(raw) > MAX_INPUT:
-        raise Rejected(f"payload larger than {MAX_INPUT} bytes")
-    return raw
+    return stdin.read(MAX_INPUT + 1)
 
 
 class OutOfTime(Exception):
@@ -103,7 +107,9 @@ def handle_hook(argv: list[str], stdin: BinaryIO | None, environ: Environ) -> tu
     raw = b""
     try:
         raw = _read(stdin)
-        kind, payload = parse_payload(raw, argv[0] if argv else None)
+        whole = len(raw) <= MAX_INPUT
+        raw = raw[:MAX_INPUT]
+        kind, payload = parse_payload(raw, argv[0] if argv else None, whole)
         now = utc_now_iso()
         event_id = new_event_id()
         project = project_of(payload, environ)
@@ -138,6 +144,9 @@ def main(argv: list[str]) -> int:
         # it fires, the event goes to the spool, or the input to a dead letter, and we return.
         signal.signal(signal.SIGALRM, _out_of_time)
         signal.setitimer(signal.ITIMER_REAL, DEADLINE_S)
+        # A process this short has no cycles worth collecting, and collecting among the
+        # millions of values a payload may hold would cost seconds.
+        gc.disable()
         try:
             _, output = handle_hook(argv, getattr(sys.stdin, "buffer", None), os.environ)
         finally:

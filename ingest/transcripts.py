@@ -9,16 +9,16 @@ file twice yields the same events, and the dispatcher keeps each once. (A sessio
 recorded live has other ids: `reverie import` skips those sessions.)
 """
 
-import json
 import os
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, BinaryIO
 
 import msgspec
 
 from ingest.envelope import Rejected, encode_event
 from ingest.project import project_of
+from ingest.truncate import MAX_INPUT, loads, loads_head
 from schemas import kinds
 from schemas.ids import derived_event_id
 
@@ -181,18 +181,39 @@ class _Transcript:
         yield from self.turn_ended()
 
 
+def _lines(f: BinaryIO) -> Iterator[tuple[bytes, bool]]:
+    """Each line, or its first MAX_INPUT bytes if it is longer (the rest is skipped), and
+    whether it is whole. Memory holds one line of MAX_INPUT bytes at most."""
+    while raw := f.readline(MAX_INPUT + 1):
+        whole = len(raw) <= MAX_INPUT or raw.endswith(b"\n")
+        if not whole:
+            while (rest := f.readline(2**20)) and not rest.endswith(b"\n"):
+                pass
+        yield raw[:MAX_INPUT], whole
+
+
+def _parse(raw: bytes, whole: bool) -> dict[str, Any]:
+    line = loads(raw) if whole else loads_head(raw, f"the line ran past {MAX_INPUT} bytes: the rest is cut")
+    if not isinstance(line, dict):
+        raise Rejected(f"expected a JSON object, got {type(line).__name__}")
+    if not whole and not (isinstance(line.get("timestamp"), str) and isinstance(line.get("uuid"), str)):
+        raise Rejected(f"a line larger than {MAX_INPUT} bytes, whose head holds no timestamp and uuid")
+    return line
+
+
 def read_transcript(path: str) -> Iterator[ImportedEvent | BadLine]:
-    """The events one transcript file records, and the lines that could not be read."""
+    """The events one transcript file records, and the lines that could not be read.
+
+    A line nested too deep or too long is cut like a hook payload (envelope.encode_event),
+    a line longer than MAX_INPUT to what its head holds; one that is not JSON is a BadLine.
+    """
     transcript = _Transcript(path, datetime.now(UTC).isoformat())
     with open(path, "rb") as f:
-        for number, raw in enumerate(f, 1):
+        for number, (raw, whole) in enumerate(_lines(f), 1):
             if not raw.strip():
                 continue
             try:
-                line = json.loads(raw)
-                if not isinstance(line, dict):
-                    raise Rejected(f"expected a JSON object, got {type(line).__name__}")
-                yield from transcript.line(line)
+                yield from transcript.line(_parse(raw, whole))
             except (ValueError, TypeError, KeyError, AttributeError) as e:
                 yield BadLine(path, number, f"{type(e).__name__}: {e}", raw)
     yield from transcript.finish()

@@ -1,21 +1,27 @@
-"""The hook in-process: what it makes of good and bad input when Redis cannot be reached."""
+"""The hook, in-process and as the real process: what it makes of good and bad input when
+Redis cannot be reached."""
 
 import contextlib
 import io
 import json
 import os
+from typing import Any
 
 import msgspec
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ingest import hook
 from ingest.dead_letters import count_dead_letters
 from ingest.envelope import Rejected
 from ingest.hook import parse_payload, record_hook
 from ingest.spool import spooled
+from ingest.truncate import EVENT_LIMIT, MAX_DEPTH, MAX_INPUT
 from schemas.dead_letters import DeadLetter
-from schemas.events import InvalidEvent, decode_event
+from schemas.events import InvalidEvent, ToolUsed, decode_event, payload_of
 from schemas.settings import Settings
+from tests.conftest import run_hook
 
 
 class Pipe(io.BytesIO):
@@ -143,3 +149,84 @@ def test_whatever_arrives_the_hook_keeps_exactly_one_record_of_it(home: str, raw
         # well-formed but mistyped is fine: the dispatcher dead-letters it, with the reason
         with contextlib.suppress(InvalidEvent):
             decode_event(open(newest, "rb").read())
+
+
+def hook_process(raw: bytes, env: dict[str, str], home: str) -> dict[str, Any]:
+    """Run the real `reverie hook` on `raw` with no Redis: the payload of the event it spooled,
+    which must be a tool.used event that decodes as the dispatcher decodes it."""
+    assert run_hook(raw, env, "PostToolUse").returncode == 0
+    assert count_dead_letters(Settings(home).dead_letter_dir) == 0
+    [path] = spooled(Settings(home).spool_dir)
+    data = open(path, "rb").read()
+    assert len(data) <= EVENT_LIMIT
+    event = decode_event(data)
+    assert event.session_id == "s1"
+    assert isinstance(payload_of(event), ToolUsed)
+    payload: dict[str, Any] = json.loads(bytes(event.payload))
+    assert payload["tool_name"] == "Bash"
+    return payload
+
+
+PAYLOAD_HEAD = '{"session_id":"s1","hook_event_name":"PostToolUse","tool_name":"Bash","tool_response":'
+
+
+@pytest.mark.parametrize("depth", [500, 5000])
+@pytest.mark.parametrize("nest", [("[", "]"), ('{"a":', "}")], ids=["lists", "objects"])
+def test_deep_nesting_is_cut_not_dead_lettered(
+    env: dict[str, str], home: str, depth: int, nest: tuple[str, str]
+) -> None:
+    deep = nest[0] * depth + '"leaf"' + nest[1] * depth
+    payload = hook_process(f'{PAYLOAD_HEAD}{deep},"tool_use_id":"t1"}}'.encode(), env, home)
+    assert payload["tool_use_id"] == "t1"  # what follows the deep part is kept
+    value, levels = payload["tool_response"], 0
+    while not isinstance(value, str):
+        value, levels = value[0] if isinstance(value, list) else value["a"], levels + 1
+    assert levels == MAX_DEPTH - 1  # the payload itself is the first level
+    assert value.startswith(f"…[reverie: nesting deeper than {MAX_DEPTH} cut")
+
+
+def test_millions_of_items_keep_a_head_not_dead_lettered(env: dict[str, str], home: str) -> None:
+    items = "[" + ",".join(['"x"'] * 3_300_000) + "]"
+    response = hook_process(f"{PAYLOAD_HEAD}{items}}}".encode(), env, home)["tool_response"]
+    assert 100 <= len(response) < 3_300_000
+    assert response[:-1] == ["x"] * (len(response) - 1)
+    assert response[-1].startswith("…[reverie:")
+
+
+def test_a_million_keys_keep_a_head_not_dead_lettered(env: dict[str, str], home: str) -> None:
+    keys = "{" + ",".join(f'"k{i:07d}":"v"' for i in range(1_000_000)) + "}"
+    response = hook_process(f"{PAYLOAD_HEAD}{keys}}}".encode(), env, home)["tool_response"]
+    kept = [k for k in response if k != "reverie_truncated"]
+    assert 100 <= len(kept) < 1_000_000
+    assert kept == [f"k{i:07d}" for i in range(len(kept))]
+    assert all(response[k] == "v" for k in kept)
+    assert "reverie" in response["reverie_truncated"]
+
+
+def test_a_payload_over_max_input_keeps_its_fields_and_a_head(env: dict[str, str], home: str) -> None:
+    raw = (
+        b'{"session_id":"s1","hook_event_name":"PostToolUse","cwd":"/repo","tool_name":"Bash",'
+        b'"tool_input":{"command":"cat build.log"},"tool_response":{"stdout":"'
+        + b"y" * MAX_INPUT
+        + b'","stderr":""},"tool_use_id":"t1"}'
+    )
+    payload = hook_process(raw, env, home)
+    assert payload["cwd"] == "/repo"
+    assert payload["tool_input"] == {"command": "cat build.log"}
+    stdout = payload["tool_response"]["stdout"]
+    assert stdout.startswith("y" * 1000)
+    assert stdout.endswith(f"…[reverie: the payload ran past {MAX_INPUT} bytes: the rest is cut]")
+    assert "ran past" in payload["tool_response"]["reverie_truncated"]
+    assert "ran past" in payload["reverie_truncated"]
+    assert "tool_use_id" not in payload  # it came after the cut
+
+
+def test_an_oversized_payload_that_is_no_json_keeps_its_head(
+    home: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(hook, "MAX_INPUT", 4096)
+    assert record_hook(["Stop"], Pipe(b"x" * 10_000), offline_env(home)) == "dead-letter"
+    [letter] = dead_letters(home)
+    assert "larger than 4096 bytes" in letter.reason
+    assert letter.head == "x" * 512
+    assert letter.size == 4096

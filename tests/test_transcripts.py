@@ -2,10 +2,13 @@
 
 import json
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
+from ingest import transcripts
 from ingest.transcripts import BadLine, ImportedEvent, find_transcripts, read_transcript
+from ingest.truncate import MAX_DEPTH
 from schemas import events, kinds
 from tests.conftest import TRANSCRIPTS
 
@@ -81,3 +84,53 @@ def test_unreadable_lines_are_reported_not_fatal(tmp_path: object) -> None:
     assert len([i for i in items if isinstance(i, ImportedEvent)]) == len(
         imported(str(TRANSCRIPTS / "short.jsonl"))
     )
+
+
+def with_lines(tmp_path: Path, replace: dict[int, str]) -> Path:
+    """short.jsonl with some of its lines (numbered from 1) replaced."""
+    lines = (TRANSCRIPTS / "short.jsonl").read_text().splitlines()
+    path = tmp_path / "transcript.jsonl"
+    path.write_text("\n".join(replace.get(n, line) for n, line in enumerate(lines, 1)) + "\n")
+    return path
+
+
+def tool_result_line(response: str) -> str:
+    """Line 11 of short.jsonl, a tool result, with `response` (JSON text) as its toolUseResult."""
+    line = json.loads((TRANSCRIPTS / "short.jsonl").read_text().splitlines()[10])
+    line.pop("toolUseResult", None)
+    return json.dumps(line)[:-1] + f', "toolUseResult": {response}}}'
+
+
+def test_a_deeply_nested_line_is_cut_and_the_rest_imports(tmp_path: Path) -> None:
+    path = with_lines(tmp_path, {11: tool_result_line("[" * 5000 + '"deep"' + "]" * 5000)})
+    items = imported(str(path))
+    assert [i.id for i in items] == [i.id for i in imported(str(TRANSCRIPTS / "short.jsonl"))]
+    failed = next(e for e in map(events.decode_event, (i.data for i in items)) if e.kind == kinds.TOOL_FAILED)
+    typed = events.payload_of(failed)
+    assert isinstance(typed, events.ToolFailed)
+    error, levels = typed.error, 0
+    while isinstance(error, list):
+        error, levels = error[0], levels + 1
+    assert levels == MAX_DEPTH - 1  # the line itself is the first level
+    assert error.startswith(f"…[reverie: nesting deeper than {MAX_DEPTH} cut")
+
+
+def test_a_line_over_max_input_is_cut_or_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(transcripts, "MAX_INPUT", 4096)
+    lines = (TRANSCRIPTS / "short.jsonl").read_text().splitlines()
+    prompt, interrupted = json.loads(lines[3]), json.loads(lines[12])
+    # its uuid and timestamp come first, so its head is a moment of the session
+    first = {"uuid": prompt["uuid"], "timestamp": prompt["timestamp"], **prompt}
+    first["message"] = {"role": "user", "content": "fix it " * 2000}
+    # its uuid and timestamp come after the message, so its head is no moment of the session
+    interrupted["message"] = {"role": "user", "content": "y" * 10_000}
+    path = with_lines(tmp_path, {4: json.dumps(first), 13: json.dumps(interrupted)})
+    items = list(read_transcript(str(path)))
+    [bad] = [i for i in items if isinstance(i, BadLine)]
+    assert bad.line == 13 and "larger than 4096 bytes" in bad.reason
+    decoded = [events.decode_event(i.data) for i in items if isinstance(i, ImportedEvent)]
+    assert len(decoded) == len(imported(str(TRANSCRIPTS / "short.jsonl"))) - 1
+    typed = events.payload_of(next(e for e in decoded if e.kind == kinds.PROMPT_SUBMITTED))
+    assert isinstance(typed, events.PromptSubmitted) and typed.prompt
+    assert typed.prompt.startswith("fix it fix it")
+    assert typed.prompt.endswith("…[reverie: the line ran past 4096 bytes: the rest is cut]")

@@ -1,8 +1,13 @@
 import json
 from typing import Any
 
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ingest import truncate
 from ingest.envelope import encode_event
-from ingest.truncate import EVENT_LIMIT, STRING_LIMIT, truncate_strings
+from ingest.truncate import EVENT_LIMIT, MAX_DEPTH, STRING_LIMIT, loads, loads_head, truncate_strings
 from schemas import events, kinds
 
 
@@ -67,3 +72,89 @@ def test_huge_objects_keep_their_first_keys() -> None:
     response = json.loads(data)["payload"]["tool_response"]
     assert response["key0"] == "v" * 20
     assert response["reverie_truncated"].endswith("more keys")
+
+
+def depth_of(value: Any) -> tuple[int, Any]:
+    """How many lists and objects are nested down the first values, and the value at the bottom."""
+    levels = 0
+    while isinstance(value, list | dict) and value:
+        value, levels = next(iter(value.values())) if isinstance(value, dict) else value[0], levels + 1
+    return levels, value
+
+
+def test_nesting_deeper_than_the_limit_becomes_a_marker_without_recursion() -> None:
+    deep: list[Any] = ["leaf"]
+    for _ in range(100_000):
+        deep = [deep]
+    data = encode({"tool_name": "X", "tool_response": deep, "tool_use_id": "t1"})
+    typed = events.payload_of(events.decode_event(data))  # the dispatcher's decoder takes it
+    assert isinstance(typed, events.ToolUsed) and typed.tool_use_id == "t1"
+    levels, bottom = depth_of(typed.tool_response)
+    assert levels == MAX_DEPTH - 1  # the payload is the first level
+    assert bottom == f"…[reverie: nesting deeper than {MAX_DEPTH} cut: a list of 1 items]"
+
+
+def test_json_too_deep_for_python_is_cut_as_it_is_parsed() -> None:
+    raw = b'{"deep": ' + b"[" * 100_000 + b"]" * 100_000 + b', "after": "[{\\"]"}'
+    value = loads(raw)
+    assert value["after"] == '[{"]'
+    levels, bottom = depth_of(value["deep"])
+    assert levels == MAX_DEPTH - 1
+    assert bottom.startswith(f"…[reverie: nesting deeper than {MAX_DEPTH} cut")
+    with pytest.raises(ValueError):
+        loads(b'{"deep": ' + b"[" * 100_000 + b"]" * 99_999 + b"}")
+
+
+def test_many_small_objects_are_kept_whole_up_to_a_marker() -> None:
+    response = json.loads(encode({"tool_name": "X", "tool_response": [{"a": i} for i in range(300_000)]}))
+    kept = response["payload"]["tool_response"]
+    assert kept[:-1] == [{"a": i} for i in range(len(kept) - 1)]
+    assert kept[-1] == f"…[reverie: {300_000 - len(kept) + 1} more items]"
+
+
+def test_more_values_than_an_event_holds_are_read_only_as_far_as_a_head() -> None:
+    raw = b'{"session_id": "s", "list": [' + b",".join([b'{"a": 1}'] * 1_000_000) + b'], "after": 1}'
+    value = loads(raw)
+    assert value["session_id"] == "s"
+    assert 1000 < len(value["list"]) < 1_000_000
+    assert value["list"][:-1] == [{"a": 1}] * (len(value["list"]) - 1)
+    assert "more values than an event can hold" in value["list"][-1]
+    assert "more values than an event can hold" in value["reverie_truncated"]
+
+
+def test_a_head_keeps_every_value_that_ends_before_the_cut() -> None:
+    raw = json.dumps({"a": 1, "b": {"c": [1, 2], "d": "xyz\u00e9" * 100, "e": 3}, "f": 4}).encode()
+    head = loads_head(raw[: raw.index(b"xyz") + 50], "cut here")
+    assert head["a"] == 1 and head["b"]["c"] == [1, 2]
+    assert head["b"]["d"].startswith("xyz\u00e9xyz") and head["b"]["d"].endswith("…[reverie: cut here]")
+    assert head["b"]["reverie_truncated"] == head["reverie_truncated"] == "…[reverie: cut here]"
+    assert "e" not in head["b"] and "f" not in head
+    assert loads_head(b"\xff not json", "cut here") == "…[reverie: cut here]"
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.floats(allow_nan=False, allow_infinity=False) | st.integers() | st.text(),
+    lambda children: (
+        st.lists(children, max_size=5) | st.dictionaries(st.text(max_size=5), children, max_size=5)
+    ),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=500)
+@given(JSON_VALUES, st.sampled_from([None, 2]))
+def test_read_value_by_value_json_reads_as_json_loads_reads_it(value: Any, indent: int | None) -> None:
+    raw = json.dumps(value, indent=indent).encode()
+    assert truncate._head(raw, "x", whole=True) == json.loads(raw)
+    for end in range(0, len(raw), 1 + len(raw) // 16):  # a cut anywhere: what is kept is JSON
+        json.dumps(loads_head(raw[:end], "x"), allow_nan=False)
+
+
+@settings(max_examples=500)
+@given(st.binary(max_size=60) | st.text(max_size=60).map(str.encode))
+def test_read_value_by_value_what_json_loads_refuses_is_refused(raw: bytes) -> None:
+    try:
+        json.loads(raw)
+    except ValueError:
+        with pytest.raises(ValueError):
+            truncate._head(raw, "x", whole=True)
