@@ -76,6 +76,24 @@ def test_a_dispatcher_started_while_the_server_is_away_waits_for_it(
     assert _exits(stack, "dispatcher") == 1, "the dispatcher exited while the server was away"
 
 
+def test_a_worker_started_while_the_server_is_away_waits(stack: Stack) -> None:
+    [name] = wait_for(lambda: _pids(stack)[1], what="a worker")
+    socket_path = stack.settings.socket_path
+    os.rename(socket_path, socket_path + ".away")  # new connections are refused meanwhile
+    try:
+        os.kill(int(name.split(".")[1]), signal.SIGKILL)
+        wait_for(lambda: _exits(stack, "worker") == 1, what="the supervisor to see the worker die")
+        wait_for(
+            lambda: (began := _started_at("worker")) is not None and _uptime() - began > 3,
+            timeout=60,
+            what="a new worker to have waited 3 s for the server",
+        )
+    finally:
+        os.rename(socket_path + ".away", socket_path)
+    wait_for(lambda: _pids(stack)[1] - {name}, timeout=60, what="the new worker at work")
+    assert _exits(stack, "worker") == 1, "the worker exited while the server was away"
+
+
 def test_a_killed_worker_is_not_listed(stack: Stack) -> None:
     [name] = wait_for(lambda: _pids(stack)[1], what="a worker")
     os.kill(int(name.split(".")[1]), signal.SIGKILL)
