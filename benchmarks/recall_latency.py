@@ -10,9 +10,13 @@ times LoCoMo questions asked of the service over its socket (`reverie recall`'s 
 the whole `reverie hook UserPromptSubmit` process, which asks the service and prints the
 context to inject. The questions come a pause apart, as from a person: each recall appends
 a memory.retrieved event, which the stack folds and embeds meanwhile (`--pause 0` asks back
-to back, while the stack is still busy with the answers before). Prints one JSON line per size.
+to back, while the stack is still busy with the answers before). With `--adversarial SHARE`,
+that share of the questions (evenly spread) is what pastes bring: a 16,000-character hash, 60,000
+CJK characters, a million characters; p99 and the worst adversarial answer are reported apart.
+Prints one JSON line per size.
 
     python benchmarks/recall_latency.py [--memories 10000 100000] [--queries 200] [--pause 1] [--home DIR]
+        [--adversarial 0.01]
 """
 
 import argparse
@@ -41,6 +45,8 @@ from ingest.project import project_of  # noqa: E402
 from projections.chunking import chunk  # noqa: E402
 from projections.embeddings import EmbeddingCache, content_hash, load_encoder  # noqa: E402
 from projections.vectors import vectors_root  # noqa: E402
+from schemas.prompt import gist  # noqa: E402
+from schemas.recall import REQUEST_LIMIT  # noqa: E402
 from schemas.settings import Settings  # noqa: E402
 from workers.dispatcher import append_to_stream  # noqa: E402
 from workers.embedding import CACHE  # noqa: E402
@@ -50,6 +56,7 @@ from workers.status import stack_status  # noqa: E402
 PROJECT_DIR = "/bench"
 PROJECT = project_of({}, {"CLAUDE_PROJECT_DIR": PROJECT_DIR})  # the hook's
 TURNS_PER_SESSION = 20
+ADVERSARIAL = ["what is " + "deadbeef" * 2_000, "漢字" * 30_000, "é" * 1_000_000]
 
 
 def memories(n: int) -> list[str]:
@@ -99,7 +106,20 @@ def wait_for(condition: str, check: Callable[[], object], timeout_s: float) -> N
         time.sleep(0.5)
 
 
-def measure(n: int, queries: list[str], reverie: str, pause_s: float, kept: str | None) -> dict[str, object]:
+def interleaved(queries: list[str], share: float) -> tuple[list[str], set[int]]:
+    """`queries` with `share` of them, evenly spread, replaced by adversarial prompts."""
+    if not share:
+        return queries, set()
+    every = max(round(1 / share), 1)
+    hostile = {i for i in range(len(queries)) if (i + 1) % every == 0}
+    return [
+        ADVERSARIAL[i // every % len(ADVERSARIAL)] if i in hostile else q for i, q in enumerate(queries)
+    ], hostile
+
+
+def measure(
+    n: int, queries: list[str], reverie: str, pause_s: float, kept: str | None, share: float = 0.0
+) -> dict[str, object]:
     home = os.path.join(kept, str(n)) if kept else tempfile.mkdtemp(prefix="rv-recall-")
     settings = Settings(home)
     env = {k: v for k, v in os.environ.items() if k != "REDIS_URL"} | {"REVERIE_HOME": home}
@@ -118,8 +138,10 @@ def measure(n: int, queries: list[str], reverie: str, pause_s: float, kept: str 
         wait_until_embedded(settings, ids, 3_600)
         ingested_s = time.perf_counter() - started
         wait_for("the recall service listens", lambda: os.path.exists(settings.recall_socket_path), 300)
-        service = _service_times(settings, queries, pause_s)
-        hook, answered = _hook_times(reverie, env, queries[: max(len(queries) // 4, 20)], pause_s)
+        asked, hostile = interleaved(queries, share)
+        service = _service_times(settings, asked, pause_s)
+        hooked, hook_hostile = interleaved(queries[: max(len(queries) // 4, 20)], share * 4)
+        hook, answered = _hook_times(reverie, env, hooked, pause_s)
     finally:
         stack.terminate()
         stack.wait(120)
@@ -137,6 +159,24 @@ def measure(n: int, queries: list[str], reverie: str, pause_s: float, kept: str 
         "hook_with_memories": answered,
         "hook_p50_ms": round(statistics.median(hook), 1),
         "hook_p95_ms": round(percentile(hook, 0.95), 1),
+        **(_adversarial(service, hostile, hook, hook_hostile) if share else {}),
+    }
+
+
+def _adversarial(
+    service: list[float], hostile: set[int], hook: list[float], hook_hostile: set[int]
+) -> dict[str, object]:
+    normal = [t for i, t in enumerate(service) if i not in hostile]
+    return {
+        "adversarial_share": round(len(hostile) / len(service), 4),
+        "service_p99_ms": round(percentile(service, 0.99), 1),
+        "service_normal_p50_ms": round(statistics.median(normal), 1),
+        "service_normal_p99_ms": round(percentile(normal, 0.99), 1),
+        "service_adversarial_max_ms": round(max(service[i] for i in hostile), 1),
+        "hook_adversarial_max_ms": round(max((hook[i] for i in hook_hostile), default=0.0), 1),
+        "hook_normal_p50_ms": round(
+            statistics.median(t for i, t in enumerate(hook) if i not in hook_hostile), 1
+        ),
     }
 
 
@@ -148,9 +188,11 @@ def _service_times(settings: Settings, queries: list[str], pause_s: float) -> li
     for query in queries:
         time.sleep(pause_s)
         began = time.perf_counter()
-        answer = ask(settings.recall_socket_path, request | {"prompt": query}, 30)
+        # the whole prompt, unless its request would pass the limit: then its gist, as askers send
+        prompt = query if len(json.dumps(query)) < REQUEST_LIMIT - 1_000 else gist(query)
+        answer = ask(settings.recall_socket_path, request | {"prompt": prompt}, 30)
         times.append((time.perf_counter() - began) * 1000)
-        assert answer.get("recall", {}).get("results"), answer
+        assert "recall" in answer, answer
     return times
 
 
@@ -182,13 +224,14 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--pause", type=float, default=1.0, help="seconds between two questions")
     parser.add_argument("--home", help="keep the data directories here (one per size), and reuse them")
+    parser.add_argument("--adversarial", type=float, default=0.0, help="share of adversarial prompts")
     args = parser.parse_args()
     reverie = shutil.which("reverie", path=os.path.dirname(sys.executable))
     assert reverie, "reverie is not installed beside this python"
     compile_bytecode()
     queries = locomo_questions()[: args.queries]
     for n in args.memories:
-        print(json.dumps(measure(n, queries, reverie, args.pause, args.home)), flush=True)
+        print(json.dumps(measure(n, queries, reverie, args.pause, args.home, args.adversarial)), flush=True)
 
 
 if __name__ == "__main__":
