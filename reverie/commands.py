@@ -103,7 +103,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     recall.add_argument("query", help="what to remember about")
     recall.add_argument("--limit", type=int, default=10, help="how many memories (default: 10)")
-    recall.add_argument("--project", help="only this project (Claude Code's folder key; default: all)")
+    recall.add_argument(
+        "--project", help="only this project: its root folder, e.g. . (default: every project)"
+    )
     recall.add_argument(
         "--as-of",
         metavar="TIME",
@@ -178,7 +180,7 @@ def run(argv: list[str]) -> int:
             return fail(f"--as-of: not an ISO date or time: {args.as_of!r}")
         request = RecallRequest(
             prompt=args.query,
-            project=args.project,
+            project=recalling.project_named(args.project),
             limit=args.limit,
             as_of=as_of,
             network=args.type,

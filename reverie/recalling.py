@@ -91,6 +91,15 @@ def _short(text: str, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def project_named(value: str | None) -> str | None:
+    """A --project value as recorded: a folder given as its absolute path (`.`, `~/app`), anything
+    else as given (what was recorded before projects were paths)."""
+    if value is None:
+        return None
+    folder = os.path.expanduser(value)
+    return os.path.abspath(folder) if os.path.isdir(folder) else value
+
+
 def parse_time(value: str) -> datetime:
     """An --as-of value: an ISO date or time, UTC unless it says otherwise."""
     moment = datetime.fromisoformat(value)
