@@ -4,6 +4,9 @@ Each query opens its own in-memory DuckDB: views over the Parquet segments (ever
 written so far) and over the projector's last published snapshot, attached read-only. So
 `reverie sql` never competes with a writer for a database file, and the projector never
 waits for a reader.
+
+A query that fails on a segment that cannot be read sets it aside (`EventLog.check`) and is
+answered again without it; a snapshot that cannot be read is never taken for an empty one.
 """
 
 import glob
@@ -13,10 +16,10 @@ from typing import Any
 
 import duckdb
 
-from projections.event_log import SEGMENT_GLOB, EventLog
+from projections.event_log import SEGMENT_GLOB, EventLog, OnQuarantine
 from projections.folds import FACTS_AS_OF
 from projections.literals import string_literal
-from projections.store import SCHEMA_SQL, current_store
+from projections.store import SCHEMA_SQL, current_store, unreadable
 from projections.vectors import MANIFEST, vectors_path
 from schemas.settings import Settings
 
@@ -38,8 +41,34 @@ CREATE VIEW dead_letters AS SELECT * FROM (VALUES (
 """
 
 
+# Failures that are the query's own: no file of reverie's can be behind them.
+_QUERY_ERRORS = (
+    duckdb.ParserException,
+    duckdb.BinderException,
+    duckdb.CatalogException,
+    duckdb.ConversionException,
+    duckdb.OutOfRangeException,
+    duckdb.InterruptException,
+)
+
+
 class NoSnapshot(LookupError):
     """The projector has published no snapshot yet (or it vanished three times in a row)."""
+
+
+class CannotAnswer(Exception):
+    """A query `reverie sql` does not answer; the message says why and what to do instead."""
+
+
+class DamagedSnapshot(CannotAnswer):
+    """The current snapshot of the projections cannot be read."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(
+            f"the projections snapshot {path} cannot be read ({reason}). While the projector runs "
+            "(`reverie up`) it publishes a sound one by itself; `reverie replay` rebuilds the "
+            "projections from the event log now."
+        )
 
 
 def connect(settings: Settings, snapshot_required: bool = False) -> duckdb.DuckDBPyConnection:
@@ -47,23 +76,62 @@ def connect(settings: Settings, snapshot_required: bool = False) -> duckdb.DuckD
 
     Before the projector's first snapshot the projection views are empty, unless
     `snapshot_required`: then NoSnapshot is raised (empty is not the same as not known yet).
+    DamagedSnapshot if the snapshot exists but cannot be attached.
     """
     db = duckdb.connect(":memory:")
-    _event_views(db, settings.event_log_dir, settings.dead_letter_dir)
-    if not _attach_snapshot(db, settings.projections_dir):
-        if snapshot_required:
-            db.close()
-            raise NoSnapshot(f"no snapshot of the projections in {settings.projections_dir} yet")
-        _empty_projections(db)
-    _projection_views(db)
-    _embedded_view(db, vectors_path(settings.projections_dir, settings.embedding_model))
-    db.execute(ANALYTICS_SQL)
+    try:
+        _event_views(db, settings.event_log_dir, settings.dead_letter_dir)
+        if not _attach_snapshot(db, settings.projections_dir):
+            if snapshot_required:
+                raise NoSnapshot(f"no snapshot of the projections in {settings.projections_dir} yet")
+            _empty_projections(db)
+        _projection_views(db)
+        _embedded_view(db, _manifest(settings))
+        db.execute(ANALYTICS_SQL)
+    except BaseException:
+        db.close()
+        raise
     return db
 
 
-def _embedded_view(db: duckdb.DuckDBPyConnection, vectors: str) -> None:
+def run(settings: Settings, text: str, on_quarantine: OnQuarantine | None = None) -> "QueryResult":
+    """Answer `text` on a fresh connection.
+
+    A failure on a segment that cannot be read sets it aside (`on_quarantine` hears of it) and
+    the query is answered again; DamagedSnapshot if the snapshot is what cannot be read.
+    """
+    try:
+        return _answer(settings, text)
+    except _QUERY_ERRORS:
+        raise
+    except duckdb.Error:
+        if not EventLog(settings.event_log_dir, on_quarantine).check():
+            _snapshot_damage(settings)
+            raise
+    return _answer(settings, text)  # once more, without what was set aside
+
+
+def _answer(settings: Settings, text: str) -> "QueryResult":
+    db = connect(settings)
+    try:
+        return query(db, text)
+    finally:
+        db.close()
+
+
+def _snapshot_damage(settings: Settings) -> None:
+    """DamagedSnapshot if the current snapshot cannot be read whole (a full scan)."""
+    store = current_store(settings.projections_dir)
+    if store is not None and os.path.exists(store.snapshot) and (why := unreadable(store.snapshot)):
+        raise DamagedSnapshot(store.snapshot, why)
+
+
+def _manifest(settings: Settings) -> str:
+    return os.path.join(vectors_path(settings.projections_dir, settings.embedding_model), MANIFEST)
+
+
+def _embedded_view(db: duckdb.DuckDBPyConnection, manifest: str) -> None:
     """`embedded`: the memories (id, content hash) the embedder last said the vectors hold."""
-    manifest = os.path.join(vectors, MANIFEST)
     if os.path.exists(manifest):
         try:
             source = f"read_parquet({string_literal(manifest)})"
@@ -105,7 +173,8 @@ def snapshot_identity(settings: Settings) -> tuple[int, int] | None:
 
 
 def _attach_snapshot(db: duckdb.DuckDBPyConnection, root: str) -> bool:
-    """Attach the current snapshot as `projections`; whether there was one to attach."""
+    """Attach the current snapshot as `projections`; whether there was one to attach.
+    DamagedSnapshot if it is there, still current, and cannot be attached."""
     for _ in range(3):  # a replay may remove the generation we just resolved: resolve again
         store = current_store(root)
         if store is None:
@@ -113,8 +182,10 @@ def _attach_snapshot(db: duckdb.DuckDBPyConnection, root: str) -> bool:
         try:
             db.execute(f"ATTACH {string_literal(store.snapshot)} AS projections (READ_ONLY)")
             return True
-        except duckdb.IOException:
-            continue
+        except duckdb.Error as e:
+            still = current_store(root)
+            if still is not None and still.path == store.path and os.path.exists(store.snapshot):
+                raise DamagedSnapshot(store.snapshot, str(e)) from None
     return False
 
 

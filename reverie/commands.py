@@ -43,7 +43,8 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("down", help="stop a stack started with `reverie up --detach`")
 
     status = sub.add_parser(
-        "status", help="stream length, pending entries, lag, spool, dead letters, workers"
+        "status",
+        help="stream length, pending entries, lag, spool, dead letters, quarantined segments, workers",
     )
     status.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -89,7 +90,7 @@ def _parser() -> argparse.ArgumentParser:
         help="rebuild every projection from the event log and swap it in",
         description="Folds the whole event log, in event-id order, into a fresh store, then swaps it in "
         "atomically (a running projector follows). No thinking worker runs again: derived events are in "
-        "the log.",
+        "the log. A running projector does this by itself when its store cannot be read.",
     )
     recall = sub.add_parser(
         "recall",
