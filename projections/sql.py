@@ -5,12 +5,20 @@ written so far) and over the projector's last published snapshot, attached read-
 `reverie sql` never competes with a writer for a database file, and the projector never
 waits for a reader.
 
+`reverie sql` (`run`) only reads. Its connection is locked once the views are set up: DuckDB
+may then open no file but the folders and files the views read (`allowed_directories`,
+`allowed_paths`, `enable_external_access = false`), and no setting can change again
+(`lock_configuration`). DuckDB allows writing wherever it allows reading, though, and file
+modes do not stop root, so only statements that read are run: a SELECT, or EXPLAIN of one,
+as DuckDB's own parser classifies them. Results leave through stdout (`--csv`, `--json`).
+
 A query that fails on a segment that cannot be read sets it aside (`EventLog.check`) and is
 answered again without it; a snapshot that cannot be read is never taken for an empty one.
 """
 
 import glob
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +58,10 @@ _QUERY_ERRORS = (
     duckdb.OutOfRangeException,
     duckdb.InterruptException,
 )
+_EXPLAINED = re.compile(
+    r"\s*EXPLAIN\s+(?:ANALY[SZ]E\s+|\([^)]*\)\s*)?(?P<query>.*)", re.IGNORECASE | re.DOTALL
+)
+_EXPORT = 'to keep results, write them out: reverie sql --csv "SELECT ..." > out.csv (or --json)'
 
 
 class NoSnapshot(LookupError):
@@ -94,14 +106,30 @@ def connect(settings: Settings, snapshot_required: bool = False) -> duckdb.DuckD
     return db
 
 
-def run(settings: Settings, text: str, on_quarantine: OnQuarantine | None = None) -> "QueryResult":
-    """Answer `text` on a fresh connection.
+def lock(db: duckdb.DuckDBPyConnection, settings: Settings) -> None:
+    """From now on `db` opens no file but those its views read, and its settings stay as they are.
 
-    A failure on a segment that cannot be read sets it aside (`on_quarantine` hears of it) and
-    the query is answered again; DamagedSnapshot if the snapshot is what cannot be read.
+    The snapshot is attached already: it is not among them, so nothing attaches it again."""
+    folders = ", ".join(
+        string_literal(os.path.join(d, "")) for d in (settings.event_log_dir, settings.dead_letter_dir)
+    )
+    db.execute(f"SET allowed_directories = [{folders}]")
+    db.execute(f"SET allowed_paths = [{string_literal(_manifest(settings))}]")
+    db.execute("SET enable_external_access = false")
+    db.execute("SET lock_configuration = true")
+
+
+def run(settings: Settings, text: str, on_quarantine: OnQuarantine | None = None) -> "QueryResult":
+    """Answer `text` (SQL that reads) on a fresh locked connection.
+
+    CannotAnswer for SQL that would write, or reach files other than reverie's. A failure on a
+    segment that cannot be read sets it aside (`on_quarantine` hears of it) and the query is
+    answered again; DamagedSnapshot if the snapshot is what cannot be read.
     """
     try:
         return _answer(settings, text)
+    except duckdb.PermissionException as e:
+        raise CannotAnswer(f"{e}\nreverie sql reads reverie's own files and writes none; {_EXPORT}") from None
     except _QUERY_ERRORS:
         raise
     except duckdb.Error:
@@ -114,9 +142,32 @@ def run(settings: Settings, text: str, on_quarantine: OnQuarantine | None = None
 def _answer(settings: Settings, text: str) -> "QueryResult":
     db = connect(settings)
     try:
+        lock(db, settings)
+        _refuse_writes(db, text)
         return query(db, text)
     finally:
         db.close()
+
+
+def _refuse_writes(db: duckdb.DuckDBPyConnection, text: str) -> None:
+    """CannotAnswer unless every statement of `text` reads: a SELECT, or EXPLAIN of one."""
+    for statement in db.extract_statements(text):
+        if not _reads(db, statement):
+            raise CannotAnswer(
+                f"reverie sql is read-only: it runs SELECT (and EXPLAIN SELECT), not "
+                f"{statement.type.name}; {_EXPORT}"
+            )
+
+
+def _reads(db: duckdb.DuckDBPyConnection, statement: duckdb.Statement) -> bool:
+    if statement.type == duckdb.StatementType.SELECT:
+        return True
+    explained = (
+        _EXPLAINED.fullmatch(statement.query) if statement.type == duckdb.StatementType.EXPLAIN else None
+    )
+    return explained is not None and all(
+        s.type == duckdb.StatementType.SELECT for s in db.extract_statements(explained["query"])
+    )
 
 
 def _snapshot_damage(settings: Settings) -> None:

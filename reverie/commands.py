@@ -76,7 +76,9 @@ def _parser() -> argparse.ArgumentParser:
         "tool_usage_per_day, entity_timeline, memory_health; memory_texts, memory_documents (what the "
         "embedder embeds), associations (Hebbian, between entities recalled together) and "
         "embedded (what the vectors hold, by memory_id and content_hash). The projections are the "
-        "projector's last published snapshot. Give - to read the query from stdin.",
+        "projector's last published snapshot. Give - to read the query from stdin. Queries only read: "
+        "SELECT (DESCRIBE, SHOW, SUMMARIZE) and EXPLAIN of one run; COPY, EXPORT, ATTACH, CREATE, SET... "
+        'are refused. To keep results, redirect them: reverie sql --csv "SELECT ..." > out.csv (or --json).',
     )
     sql.add_argument(
         "query", nargs="?", help="the SQL query, or - for stdin (none: an interactive shell on a terminal)"

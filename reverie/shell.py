@@ -1,7 +1,7 @@
 """`reverie sql` with no query, on a terminal: an interactive shell over the same views.
 
 A statement ends with `;` and may span lines. Each one runs as `reverie sql QUERY` would, on
-a fresh connection, so it sees the latest snapshot the projector published.
+a fresh read-only connection, so it sees the latest snapshot the projector published.
 `.tables` lists what there is to query, `.help` says how, `.quit` (or Ctrl-D) leaves.
 """
 
@@ -15,8 +15,9 @@ from reverie.console import err, out, print_rows
 from reverie.querying import warn_quarantined
 from schemas.settings import Settings
 
-HELP = """Type SQL ending with ';' (it may span lines). .tables lists the tables and views,
-.quit or Ctrl-D leaves. `reverie sql --help` describes every view."""
+HELP = """Type SQL ending with ';' (it may span lines); it only reads. .tables lists the tables
+and views, .quit or Ctrl-D leaves. `reverie sql --help` describes every view; to keep results,
+run `reverie sql --csv "SELECT ..." > out.csv`."""
 
 
 def run_shell(settings: Settings, read_line: Callable[[str], str] = input) -> int:
