@@ -1,8 +1,12 @@
 """The projector: folds the event log into the current store, and replay: rebuilds a store.
 
-The projector reads the segments it has not read yet, keeps the events it has not folded
-yet (by id: a compaction rewrites folded events into a new segment), and folds them in one
+The projector reads the segments it has not read yet (through the event log, which checks
+every page and sets aside what cannot be read), keeps the events it has not folded yet (by
+id: a compaction rewrites folded events into a new segment), and folds them in one
 transaction, in id order. Then it publishes a snapshot for readers.
+
+A store is derived data: one that cannot be opened or read is rebuilt from the log, as
+`reverie replay` does, and swapped in.
 """
 
 import contextlib
@@ -10,10 +14,10 @@ import os
 from collections.abc import Callable, Iterator
 
 import duckdb
+import pyarrow as pa
 
-from projections.event_log import EventLog
+from projections.event_log import SCHEMA, EventLog, OnQuarantine
 from projections.folds import FOLDS
-from projections.literals import string_literal
 from projections.store import (
     SCHEMA_VERSION,
     Store,
@@ -23,6 +27,7 @@ from projections.store import (
     new_store,
     remove_store,
     schema_version,
+    unreadable,
 )
 from schemas.files import Busy
 
@@ -33,7 +38,7 @@ BATCH_EVENTS = 50_000
 _BATCH = """
 CREATE OR REPLACE TEMP TABLE batch AS
 WITH fresh AS (
-    SELECT * REPLACE (payload::JSON AS payload) FROM read_parquet({files}, union_by_name = true)
+    SELECT * REPLACE (payload::JSON AS payload) FROM segment_rows
     WHERE id NOT IN (SELECT id FROM folded)
     QUALIFY row_number() OVER (PARTITION BY id) = 1
 ), began AS (
@@ -63,12 +68,12 @@ def _batches(segments: list[str], rows: dict[str, int], limit: int) -> Iterator[
         yield batch
 
 
-def fold_segments(db: duckdb.DuckDBPyConnection, segments: list[str]) -> int:
+def fold_segments(db: duckdb.DuckDBPyConnection, event_log: EventLog, segments: list[str]) -> int:
     """Fold the events of `segments` not folded yet, in one transaction; how many."""
-    files = "[" + ", ".join(string_literal(p) for p in segments) + "]"
+    db.register("segment_rows", _read(event_log, segments))
     db.execute("BEGIN")
     try:
-        db.execute(_BATCH.format(files=files))
+        db.execute(_BATCH)
         folded = db.execute("SELECT count(*) FROM batch").fetchall()[0][0]
         for _, sql in FOLDS:
             db.execute(sql)
@@ -82,36 +87,84 @@ def fold_segments(db: duckdb.DuckDBPyConnection, segments: list[str]) -> int:
         with contextlib.suppress(duckdb.Error):  # the failure may have ended the transaction already
             db.execute("ROLLBACK")
         raise
+    finally:
+        with contextlib.suppress(duckdb.Error):  # a failure may have invalidated the database
+            db.unregister("segment_rows")
     return int(folded)
+
+
+def _read(event_log: EventLog, segments: list[str]) -> pa.RecordBatchReader:
+    """The events of `segments`, read (and checked) one segment at a time as DuckDB scans them."""
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        for path in segments:
+            if (table := event_log.read(path)) is not None:
+                yield from table.to_batches()
+
+    return pa.RecordBatchReader.from_batches(SCHEMA, batches())
 
 
 class Projector:
     """The one writer of the current store."""
 
-    def __init__(self, event_log_dir: str, root: str, batch_events: int = BATCH_EVENTS) -> None:
-        self.event_log = EventLog(event_log_dir)
+    def __init__(
+        self,
+        event_log_dir: str,
+        root: str,
+        batch_events: int = BATCH_EVENTS,
+        on_quarantine: OnQuarantine | None = None,
+    ) -> None:
+        self.event_log = EventLog(event_log_dir, on_quarantine)
         self.root = root
         self.batch_events = batch_events
         self.store: Store | None = None
         self.db: duckdb.DuckDBPyConnection | None = None
         self.unpublished = False
+        self.published: tuple[int, int, int] | None = None  # the snapshot it published last
 
-    def open(self, progress: Progress | None = None) -> bool:
-        """Open the current store, or rebuild it if there is none or it is of another version;
-        whether it was rebuilt."""
+    def open(self, progress: Progress | None = None) -> str | None:
+        """Open the current store; first rebuild it from the log if there is none, if it is of
+        another schema version or if it cannot be opened. Why it was rebuilt (None: it was not)."""
         store = current_store(self.root)
-        if store is not None:
+        why = "no store yet" if store is None else self._open(store)
+        if why is not None:
+            self.rebuild(progress)
+        return why
+
+    def _open(self, store: Store) -> str | None:
+        """Open `store` for writing; None, or why it will not do."""
+        db: duckdb.DuckDBPyConnection | None = None
+        try:
             db = store.connect()
-            if schema_version(db) == SCHEMA_VERSION:
-                self.store, self.db = store, db
-                # a crash between a fold's commit and its publication left the snapshot behind
-                store.publish(db)
-                return False
-            db.close()
+            if schema_version(db) != SCHEMA_VERSION:
+                db.close()
+                return "a store of another schema version"
+            self.store, self.db = store, db
+            # a crash between a fold's commit and its publication left the snapshot behind
+            self._publish()
+        except duckdb.Error as e:
+            if db is not None:
+                db.close()
+            self.store, self.db = None, None
+            return f"{store.database} cannot be read: {e}"
+        return None
+
+    def rebuild(self, progress: Progress | None = None) -> None:
+        """Fold the whole log into a fresh store, swap it in and open it (as `reverie replay`)."""
         self.close()
-        replay(self.event_log.directory, self.root, self.batch_events, progress)
-        self.open()
-        return True
+        replay(self.event_log.directory, self.root, self.batch_events, progress, self.event_log.on_quarantine)
+        if (why := self._open(_current(self.root))) is not None:
+            raise RuntimeError(f"the store just rebuilt does not open: {why}")
+
+    def damage(self) -> str | None:
+        """Why the store it writes cannot be read whole (None: it can). Closes it first, then
+        reads every table from the file: after a failed fold, a passing failure passes this,
+        damage does not. The next `follow` opens the current store again."""
+        store = self.store
+        self.close()
+        if store is None or (why := unreadable(store.database)) is None:
+            return None
+        return f"{store.database} cannot be read: {why}"
 
     def follow(self) -> bool:
         """Switch to the current store if a replay swapped another one in; whether it did."""
@@ -129,14 +182,27 @@ class Projector:
         segments = [p for p in self.event_log.segments() if os.path.basename(p) not in done]
         folded = 0
         for batch in _batches(segments, self.event_log.rows(segments), self.batch_events):
-            folded += fold_segments(self.db, batch)
+            folded += fold_segments(self.db, self.event_log, batch)
             self.unpublished = True
             if progress:
                 progress(folded)
         if self.unpublished:  # also what a failed publication left for this round
-            self.store.publish(self.db)
-            self.unpublished = False
+            self._publish()
         return folded
+
+    def mend_snapshot(self) -> bool:
+        """Publish again if the snapshot is not the file it published last (overwritten, damaged
+        or removed behind its back); whether it did. Costs a stat."""
+        assert self.store is not None, "open() first"
+        if self.store.snapshot_identity() == self.published:
+            return False
+        self._publish()
+        return True
+
+    def _publish(self) -> None:
+        assert self.db is not None and self.store is not None, "open() first"
+        self.published = self.store.publish(self.db)
+        self.unpublished = False
 
     def close(self) -> None:
         if self.db is not None:
@@ -144,8 +210,19 @@ class Projector:
         self.store, self.db = None, None
 
 
+def _current(root: str) -> Store:
+    store = current_store(root)
+    if store is None:
+        raise RuntimeError(f"no current store in {root}")
+    return store
+
+
 def replay(
-    event_log_dir: str, root: str, batch_events: int = BATCH_EVENTS, progress: Progress | None = None
+    event_log_dir: str,
+    root: str,
+    batch_events: int = BATCH_EVENTS,
+    progress: Progress | None = None,
+    on_quarantine: OnQuarantine | None = None,
 ) -> int:
     """Rebuild the projections from the whole log into a fresh store and swap it in; events folded.
 
@@ -153,11 +230,11 @@ def replay(
     """
     os.makedirs(root, mode=0o700, exist_ok=True)
     store = new_store(root)
-    projector = Projector(event_log_dir, root, batch_events)
+    projector = Projector(event_log_dir, root, batch_events, on_quarantine)
     try:
         projector.store, projector.db = store, store.connect()
         folded = projector.catch_up(progress)
-        store.publish(projector.db)
+        projector._publish()
     except BaseException:
         projector.close()
         remove_store(store)

@@ -4,19 +4,30 @@ Each query opens its own in-memory DuckDB: views over the Parquet segments (ever
 written so far) and over the projector's last published snapshot, attached read-only. So
 `reverie sql` never competes with a writer for a database file, and the projector never
 waits for a reader.
+
+`reverie sql` (`run`) only reads. Its connection is locked once the views are set up: DuckDB
+may then open no file but the folders and files the views read (`allowed_directories`,
+`allowed_paths`, `enable_external_access = false`), and no setting can change again
+(`lock_configuration`). DuckDB allows writing wherever it allows reading, though, and file
+modes do not stop root, so only statements that read are run: a SELECT, or EXPLAIN of one,
+as DuckDB's own parser classifies them. Results leave through stdout (`--csv`, `--json`).
+
+A query that fails on a segment that cannot be read sets it aside (`EventLog.check`) and is
+answered again without it; a snapshot that cannot be read is never taken for an empty one.
 """
 
 import glob
 import os
+import re
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
-from projections.event_log import SEGMENT_GLOB, EventLog
+from projections.event_log import SEGMENT_GLOB, EventLog, OnQuarantine
 from projections.folds import FACTS_AS_OF
 from projections.literals import string_literal
-from projections.store import SCHEMA_SQL, current_store
+from projections.store import SCHEMA_SQL, current_store, unreadable
 from projections.vectors import MANIFEST, vectors_path
 from schemas.settings import Settings
 
@@ -38,8 +49,38 @@ CREATE VIEW dead_letters AS SELECT * FROM (VALUES (
 """
 
 
+# Failures that are the query's own: no file of reverie's can be behind them.
+_QUERY_ERRORS = (
+    duckdb.ParserException,
+    duckdb.BinderException,
+    duckdb.CatalogException,
+    duckdb.ConversionException,
+    duckdb.OutOfRangeException,
+    duckdb.InterruptException,
+)
+_EXPLAINED = re.compile(
+    r"\s*EXPLAIN\s+(?:ANALY[SZ]E\s+|\([^)]*\)\s*)?(?P<query>.*)", re.IGNORECASE | re.DOTALL
+)
+_EXPORT = 'to keep results, write them out: reverie sql --csv "SELECT ..." > out.csv (or --json)'
+
+
 class NoSnapshot(LookupError):
     """The projector has published no snapshot yet (or it vanished three times in a row)."""
+
+
+class CannotAnswer(Exception):
+    """A query `reverie sql` does not answer; the message says why and what to do instead."""
+
+
+class DamagedSnapshot(CannotAnswer):
+    """The current snapshot of the projections cannot be read."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(
+            f"the projections snapshot {path} cannot be read ({reason}). While the projector runs "
+            "(`reverie up`) it publishes a sound one by itself; `reverie replay` rebuilds the "
+            "projections from the event log now."
+        )
 
 
 def connect(settings: Settings, snapshot_required: bool = False) -> duckdb.DuckDBPyConnection:
@@ -47,23 +88,101 @@ def connect(settings: Settings, snapshot_required: bool = False) -> duckdb.DuckD
 
     Before the projector's first snapshot the projection views are empty, unless
     `snapshot_required`: then NoSnapshot is raised (empty is not the same as not known yet).
+    DamagedSnapshot if the snapshot exists but cannot be attached.
     """
     db = duckdb.connect(":memory:")
-    _event_views(db, settings.event_log_dir, settings.dead_letter_dir)
-    if not _attach_snapshot(db, settings.projections_dir):
-        if snapshot_required:
-            db.close()
-            raise NoSnapshot(f"no snapshot of the projections in {settings.projections_dir} yet")
-        _empty_projections(db)
-    _projection_views(db)
-    _embedded_view(db, vectors_path(settings.projections_dir, settings.embedding_model))
-    db.execute(ANALYTICS_SQL)
+    try:
+        _event_views(db, settings.event_log_dir, settings.dead_letter_dir)
+        if not _attach_snapshot(db, settings.projections_dir):
+            if snapshot_required:
+                raise NoSnapshot(f"no snapshot of the projections in {settings.projections_dir} yet")
+            _empty_projections(db)
+        _projection_views(db)
+        _embedded_view(db, _manifest(settings))
+        db.execute(ANALYTICS_SQL)
+    except BaseException:
+        db.close()
+        raise
     return db
 
 
-def _embedded_view(db: duckdb.DuckDBPyConnection, vectors: str) -> None:
+def lock(db: duckdb.DuckDBPyConnection, settings: Settings) -> None:
+    """From now on `db` opens no file but those its views read, and its settings stay as they are.
+
+    The snapshot is attached already: it is not among them, so nothing attaches it again."""
+    folders = ", ".join(
+        string_literal(os.path.join(d, "")) for d in (settings.event_log_dir, settings.dead_letter_dir)
+    )
+    db.execute(f"SET allowed_directories = [{folders}]")
+    db.execute(f"SET allowed_paths = [{string_literal(_manifest(settings))}]")
+    db.execute("SET enable_external_access = false")
+    db.execute("SET lock_configuration = true")
+
+
+def run(settings: Settings, text: str, on_quarantine: OnQuarantine | None = None) -> "QueryResult":
+    """Answer `text` (SQL that reads) on a fresh locked connection.
+
+    CannotAnswer for SQL that would write, or reach files other than reverie's. A failure on a
+    segment that cannot be read sets it aside (`on_quarantine` hears of it) and the query is
+    answered again; DamagedSnapshot if the snapshot is what cannot be read.
+    """
+    try:
+        return _answer(settings, text)
+    except duckdb.PermissionException as e:
+        raise CannotAnswer(f"{e}\nreverie sql reads reverie's own files and writes none; {_EXPORT}") from None
+    except _QUERY_ERRORS:
+        raise
+    except duckdb.Error:
+        if not EventLog(settings.event_log_dir, on_quarantine).check():
+            _snapshot_damage(settings)
+            raise
+    return _answer(settings, text)  # once more, without what was set aside
+
+
+def _answer(settings: Settings, text: str) -> "QueryResult":
+    db = connect(settings)
+    try:
+        lock(db, settings)
+        _refuse_writes(db, text)
+        return query(db, text)
+    finally:
+        db.close()
+
+
+def _refuse_writes(db: duckdb.DuckDBPyConnection, text: str) -> None:
+    """CannotAnswer unless every statement of `text` reads: a SELECT, or EXPLAIN of one."""
+    for statement in db.extract_statements(text):
+        if not _reads(db, statement):
+            raise CannotAnswer(
+                f"reverie sql is read-only: it runs SELECT (and EXPLAIN SELECT), not "
+                f"{statement.type.name}; {_EXPORT}"
+            )
+
+
+def _reads(db: duckdb.DuckDBPyConnection, statement: duckdb.Statement) -> bool:
+    if statement.type == duckdb.StatementType.SELECT:
+        return True
+    explained = (
+        _EXPLAINED.fullmatch(statement.query) if statement.type == duckdb.StatementType.EXPLAIN else None
+    )
+    return explained is not None and all(
+        s.type == duckdb.StatementType.SELECT for s in db.extract_statements(explained["query"])
+    )
+
+
+def _snapshot_damage(settings: Settings) -> None:
+    """DamagedSnapshot if the current snapshot cannot be read whole (a full scan)."""
+    store = current_store(settings.projections_dir)
+    if store is not None and os.path.exists(store.snapshot) and (why := unreadable(store.snapshot)):
+        raise DamagedSnapshot(store.snapshot, why)
+
+
+def _manifest(settings: Settings) -> str:
+    return os.path.join(vectors_path(settings.projections_dir, settings.embedding_model), MANIFEST)
+
+
+def _embedded_view(db: duckdb.DuckDBPyConnection, manifest: str) -> None:
     """`embedded`: the memories (id, content hash) the embedder last said the vectors hold."""
-    manifest = os.path.join(vectors, MANIFEST)
     if os.path.exists(manifest):
         try:
             source = f"read_parquet({string_literal(manifest)})"
@@ -105,7 +224,8 @@ def snapshot_identity(settings: Settings) -> tuple[int, int] | None:
 
 
 def _attach_snapshot(db: duckdb.DuckDBPyConnection, root: str) -> bool:
-    """Attach the current snapshot as `projections`; whether there was one to attach."""
+    """Attach the current snapshot as `projections`; whether there was one to attach.
+    DamagedSnapshot if it is there, still current, and cannot be attached."""
     for _ in range(3):  # a replay may remove the generation we just resolved: resolve again
         store = current_store(root)
         if store is None:
@@ -113,8 +233,10 @@ def _attach_snapshot(db: duckdb.DuckDBPyConnection, root: str) -> bool:
         try:
             db.execute(f"ATTACH {string_literal(store.snapshot)} AS projections (READ_ONLY)")
             return True
-        except duckdb.IOException:
-            continue
+        except duckdb.Error as e:
+            still = current_store(root)
+            if still is not None and still.path == store.path and os.path.exists(store.snapshot):
+                raise DamagedSnapshot(store.snapshot, str(e)) from None
     return False
 
 

@@ -8,7 +8,12 @@
 
 DuckDB lets one process hold a file for writing and refuses every other process, even a
 read-only one. So readers never open the projector's file: they open the last published
-snapshot, which is replaced by rename (a reader that has it open keeps its copy).
+snapshot, which is replaced by rename (a reader that has it open keeps its copy). A reader
+opens it read-only, and `reverie sql` cannot attach any other file (see projections/sql.py).
+
+DuckDB checks a checksum on every block it reads: a damaged file fails loudly. A store is a
+fold of the log, so the projector rebuilds one it cannot read, and republishes a snapshot
+that is not the file it published (see projections/projector.py).
 """
 
 import contextlib
@@ -53,8 +58,8 @@ class Store:
             db.execute("COMMIT")
         return db
 
-    def publish(self, db: duckdb.DuckDBPyConnection) -> None:
-        """Make what `db` holds now the snapshot that readers open."""
+    def publish(self, db: duckdb.DuckDBPyConnection) -> tuple[int, int, int] | None:
+        """Make what `db` holds now the snapshot that readers open; its identity."""
         db.execute("CHECKPOINT")
         temp = self.snapshot + ".tmp"
         shutil.copyfile(self.database, temp)
@@ -62,6 +67,28 @@ class Store:
             os.fsync(f.fileno())
         os.replace(temp, self.snapshot)
         sync_directory(self.path)
+        return self.snapshot_identity()
+
+    def snapshot_identity(self) -> tuple[int, int, int] | None:
+        """What changes when the snapshot file is replaced or written to (None: there is none)."""
+        try:
+            stat = os.stat(self.snapshot)
+        except FileNotFoundError:
+            return None
+        return stat.st_ino, stat.st_size, stat.st_mtime_ns
+
+
+def unreadable(database: str) -> str | None:
+    """Why the DuckDB file `database` cannot be read whole (None: it can). Reads every row of
+    every table: a full scan, for after a failure only."""
+    try:
+        with duckdb.connect(database, read_only=True) as db:
+            tables = db.execute("SELECT table_name FROM duckdb_tables() WHERE NOT internal").fetchall()
+            for (table,) in tables:
+                db.execute(f'SELECT sum(hash(COLUMNS(*))) FROM "{table}"').fetchall()
+    except duckdb.Error as e:
+        return str(e)
+    return None
 
 
 def schema_version(db: duckdb.DuckDBPyConnection) -> str | None:

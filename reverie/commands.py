@@ -43,7 +43,8 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("down", help="stop a stack started with `reverie up --detach`")
 
     status = sub.add_parser(
-        "status", help="stream length, pending entries, lag, spool, dead letters, workers"
+        "status",
+        help="stream length, pending entries, lag, spool, dead letters, quarantined segments, workers",
     )
     status.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -75,7 +76,9 @@ def _parser() -> argparse.ArgumentParser:
         "tool_usage_per_day, entity_timeline, memory_health; memory_texts, memory_documents (what the "
         "embedder embeds), associations (Hebbian, between entities recalled together) and "
         "embedded (what the vectors hold, by memory_id and content_hash). The projections are the "
-        "projector's last published snapshot. Give - to read the query from stdin.",
+        "projector's last published snapshot. Give - to read the query from stdin. Queries only read: "
+        "SELECT (DESCRIBE, SHOW, SUMMARIZE) and EXPLAIN of one run; COPY, EXPORT, ATTACH, CREATE, SET... "
+        'are refused. To keep results, redirect them: reverie sql --csv "SELECT ..." > out.csv (or --json).',
     )
     sql.add_argument(
         "query", nargs="?", help="the SQL query, or - for stdin (none: an interactive shell on a terminal)"
@@ -89,7 +92,7 @@ def _parser() -> argparse.ArgumentParser:
         help="rebuild every projection from the event log and swap it in",
         description="Folds the whole event log, in event-id order, into a fresh store, then swaps it in "
         "atomically (a running projector follows). No thinking worker runs again: derived events are in "
-        "the log.",
+        "the log. A running projector does this by itself when its store cannot be read.",
     )
     recall = sub.add_parser(
         "recall",

@@ -1,8 +1,8 @@
 """`reverie sql` with no query, on a terminal: an interactive shell over the same views.
 
-A statement ends with `;` and may span lines. Each one runs on a fresh connection, so it
-sees the latest snapshot the projector published. `.tables` lists what there is to query,
-`.help` says how, `.quit` (or Ctrl-D) leaves.
+A statement ends with `;` and may span lines. Each one runs as `reverie sql QUERY` would, on
+a fresh read-only connection, so it sees the latest snapshot the projector published.
+`.tables` lists what there is to query, `.help` says how, `.quit` (or Ctrl-D) leaves.
 """
 
 import contextlib
@@ -10,12 +10,14 @@ from collections.abc import Callable
 
 import duckdb
 
-from projections.sql import connect, query
+from projections.sql import CannotAnswer, run
 from reverie.console import err, out, print_rows
+from reverie.querying import warn_quarantined
 from schemas.settings import Settings
 
-HELP = """Type SQL ending with ';' (it may span lines). .tables lists the tables and views,
-.quit or Ctrl-D leaves. `reverie sql --help` describes every view."""
+HELP = """Type SQL ending with ';' (it may span lines); it only reads. .tables lists the tables
+and views, .quit or Ctrl-D leaves. `reverie sql --help` describes every view; to keep results,
+run `reverie sql --csv "SELECT ..." > out.csv`."""
 
 
 def run_shell(settings: Settings, read_line: Callable[[str], str] = input) -> int:
@@ -48,8 +50,8 @@ def run_shell(settings: Settings, read_line: Callable[[str], str] = input) -> in
 
 def _run(settings: Settings, sql: str) -> None:
     try:
-        result = query(connect(settings), sql)
-    except duckdb.Error as e:
+        result = run(settings, sql, warn_quarantined)
+    except (duckdb.Error, CannotAnswer) as e:
         err.print(f"[bold red]error:[/] {e}", highlight=False)
         return
     print_rows(result.columns, result.rows)

@@ -14,6 +14,7 @@ from reverie.console import err, fail, out, progress_bar
 from schemas.settings import Settings
 
 if TYPE_CHECKING:
+    from projections.event_log import Quarantined
     from workers.status import StackStatus
 
 BACKGROUND_NICENESS = 10  # the projector's, the embedder's and the RQ workers' (see _in_background)
@@ -118,7 +119,7 @@ def status(as_json: bool) -> int:
         ("dispatchers", ", ".join(f"{d.consumer} (pid {d.pid})" for d in state.dispatchers) or "none alive"),
         ("workers", ", ".join(f"{w.name} ({w.state})" for w in state.workers) or "none alive"),
     ]
-    for name, value in rows:
+    for name, value in rows + _quarantined(state.quarantined):
         table.add_row(f"[bold]{name}[/]", value)
     out.print(table)
     return 0 if state.reachable else 1
@@ -130,6 +131,19 @@ def _disk(state: "StackStatus") -> str:
         problem = state.redis_write_error or "the stack waits for space, and resumes by itself"
         return f"[bold red]FULL[/] ({free}): {problem}"
     return free
+
+
+def _quarantined(notes: "list[Quarantined]") -> list[tuple[str, str]]:
+    """A row per file set aside from the log, and where they are."""
+    rows = [
+        (
+            "quarantined",
+            f"[yellow]{n.segment}[/]: "
+            + (f"{n.salvaged} of {n.rows} events kept" if n.rows is not None else "unreadable, nothing kept"),
+        )
+        for n in notes
+    ]
+    return [*rows, ("quarantine folder", os.path.dirname(notes[0].moved_to))] if notes else []
 
 
 def _age(what: str, published_at: float | None) -> str:

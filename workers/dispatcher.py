@@ -21,7 +21,7 @@ from rq import Queue
 
 from ingest.dead_letters import write_dead_letter
 from ingest.spool import drain
-from projections.event_log import EventLog
+from projections.event_log import EventLog, OnQuarantine, Quarantined
 from schemas.events import Event, InvalidEvent, decode_event
 from schemas.ids import derived_event_id
 from schemas.settings import GROUP, QUEUE, STREAM, Settings
@@ -40,6 +40,22 @@ class Heartbeat(msgspec.Struct, frozen=True):
     host: str
     archived: int
     at: float
+
+
+def quarantine_logger(logger: structlog.typing.FilteringBoundLogger) -> OnQuarantine:
+    """What says in `logger`'s log that a segment was set aside (the note beside it has the rest)."""
+
+    def warn(note: Quarantined) -> None:
+        logger.warning(
+            "segment.quarantined",
+            segment=note.segment,
+            moved_to=note.moved_to,
+            reason=note.reason,
+            salvaged=note.salvaged,
+            lost=note.lost,
+        )
+
+    return warn
 
 
 def ensure_group(client: "redis.Redis") -> None:
@@ -73,7 +89,7 @@ class Dispatcher:
         self.batch_size = batch_size
         self.block_ms = block_ms
         self.claim_idle_ms = claim_idle_ms
-        self.event_log = EventLog(settings.event_log_dir)
+        self.event_log = EventLog(settings.event_log_dir, quarantine_logger(log))
         self.queue = Queue(QUEUE, connection=client)
         self.archived: set[str] = set()
         self.archived_count = 0

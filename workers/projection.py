@@ -8,6 +8,7 @@ import structlog
 from projections.projector import Projector, prune_stores
 from projections.store import lock_projections
 from schemas.settings import Settings
+from workers.dispatcher import quarantine_logger
 
 log = structlog.get_logger("reverie.projector")
 
@@ -15,10 +16,12 @@ log = structlog.get_logger("reverie.projector")
 def run_projector(settings: Settings, stop: threading.Event, interval_s: float = 0.5) -> None:
     """Fold new segments as they appear, until `stop` is set."""
     lock = lock_projections(settings.projections_dir)
-    projector = Projector(settings.event_log_dir, settings.projections_dir)
+    projector = Projector(
+        settings.event_log_dir, settings.projections_dir, on_quarantine=quarantine_logger(log)
+    )
     try:
-        if projector.open():
-            log.info("projections.rebuilt", reason="no store of this schema version")
+        if why := projector.open():
+            log.warning("projections.rebuilt", reason=why)
         prune_stores(settings.projections_dir)
         log.info("projector.started", store=projector.store.path if projector.store else None)
         while not stop.is_set():
@@ -28,13 +31,23 @@ def run_projector(settings: Settings, stop: threading.Event, interval_s: float =
                     prune_stores(settings.projections_dir)
                 if folded := projector.catch_up():
                     log.info("events.folded", events=folded)
+                if projector.mend_snapshot():
+                    log.warning("snapshot.republished", reason="not the file the projector published last")
             except (duckdb.Error, OSError) as e:
-                # a segment merged away while we read it, a replay swapping stores: next round,
-                # from the store that is current then
-                log.warning("fold.retry", error=str(e))
-                projector.close()
+                _recover(projector, settings, e)
             stop.wait(interval_s)
     finally:
         projector.close()
         lock.close()
         log.info("projector.stopped")
+
+
+def _recover(projector: Projector, settings: Settings, error: Exception) -> None:
+    """After a failed round: rebuild the store if it cannot be read, else try again next round
+    (a replay swapping stores, a full disk), from the store that is current then."""
+    if why := projector.damage():
+        log.warning("projections.rebuilt", reason=why, after=str(error))
+        projector.rebuild()
+        prune_stores(settings.projections_dir)
+    else:
+        log.warning("fold.retry", error=str(error))

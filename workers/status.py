@@ -11,7 +11,7 @@ from rq.worker import BaseWorker
 
 from ingest.dead_letters import count_dead_letters
 from ingest.spool import spooled
-from projections.event_log import EventLog
+from projections.event_log import EventLog, Quarantined
 from projections.store import current_store
 from projections.vectors import MANIFEST, vectors_path
 from schemas.settings import GROUP, STREAM, Settings
@@ -42,6 +42,7 @@ class StackStatus(msgspec.Struct, frozen=True, kw_only=True):
     dead_letters: int
     segments: int
     archived: int
+    quarantined: list[Quarantined] = []  # files set aside from the log, with what was kept of each
     projections_published_at: float | None = None  # when the projector last published a snapshot
     vectors_published_at: float | None = None  # when the embedder last published what it holds
     dispatchers: list[Heartbeat] = []
@@ -123,8 +124,9 @@ def stack_status(settings: Settings) -> StackStatus:
         stack_pid=running_pid(settings),
         spooled=sum(len(spooled(d)) for d in settings.spool_dirs),
         dead_letters=count_dead_letters(settings.dead_letter_dir),
+        archived=event_log.count(),  # first: it sets aside a segment whose footer does not read
         segments=len(event_log.segments()),
-        archived=event_log.count(),
+        quarantined=event_log.quarantined(),
         projections_published_at=_modified_at(_snapshot(settings)),
         vectors_published_at=_modified_at(_manifest(settings)),
     )
