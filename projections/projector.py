@@ -29,7 +29,7 @@ from projections.store import (
     schema_version,
     unreadable,
 )
-from schemas.files import Busy
+from schemas.files import Busy, lock_directory
 
 BATCH_EVENTS = 50_000
 # The events of a batch not folded yet, once each, in id order. A project recorded as Claude
@@ -231,16 +231,19 @@ def replay(
     os.makedirs(root, mode=0o700, exist_ok=True)
     store = new_store(root)
     projector = Projector(event_log_dir, root, batch_events, on_quarantine)
-    try:
-        projector.store, projector.db = store, store.connect()
-        folded = projector.catch_up(progress)
-        projector._publish()
-    except BaseException:
+    # held while the store is built: killed before it is current, the store is an orphan that
+    # any projector removes (prune_stores), and never one that is being built
+    with lock_directory(store.path, f"{store.path} is being built"):
+        try:
+            projector.store, projector.db = store, store.connect()
+            folded = projector.catch_up(progress)
+            projector._publish()
+        except BaseException:
+            projector.close()
+            remove_store(store)
+            raise
         projector.close()
-        remove_store(store)
-        raise
-    projector.close()
-    make_current(root, store)
+        make_current(root, store)
     # the generations it replaced go now, unless a running projector may still be writing one
     # (it removes them itself once it has followed the swap)
     try:
@@ -253,9 +256,15 @@ def replay(
 
 
 def prune_stores(root: str) -> None:
-    """Remove every generation but the current one. Only the holder of the projections' lock."""
+    """Remove every generation but the current one and those a replay is building (an orphan
+    of a killed replay goes too). Only the holder of the projections' lock."""
     current = current_store(root)
     for name in os.listdir(root):
         path = os.path.join(root, name)
         if name.startswith("store-") and (current is None or path != current.path):
-            remove_store(Store(path))
+            try:
+                building = lock_directory(path, "")
+            except Busy:
+                continue
+            with building:
+                remove_store(Store(path))

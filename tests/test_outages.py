@@ -8,6 +8,8 @@ import stat
 
 import pytest
 
+from projections.store import new_store, remove_store
+from schemas.files import lock_directory
 from tests.conftest import Stack, run_hook, wait_for
 from tests.test_integration import server_pid
 from workers.status import stack_status
@@ -115,3 +117,14 @@ def test_every_folder_and_file_of_the_data_directory_is_the_users_alone(
             if name != "up.log" and not stat.S_ISLNK(mode) and stat.S_IMODE(mode) & 0o077:
                 opened.append(path)
     assert opened == []
+
+
+def test_a_store_a_killed_replay_left_is_removed_and_one_being_built_is_not(stack: Stack) -> None:
+    wait_for(lambda: stack_status(stack.settings).projections_published_at, what="a snapshot")
+    root = stack.settings.projections_dir
+    orphan = new_store(root)  # what a replay killed before its swap leaves
+    built = new_store(root)
+    with lock_directory(built.path, "a replay is building it"):
+        wait_for(lambda: not os.path.exists(orphan.path), what="the projector to remove the orphan")
+        assert os.path.isdir(built.path)
+    remove_store(built)

@@ -1,6 +1,7 @@
 """The projector process: the one writer of the projections, following the event log."""
 
 import threading
+import time
 
 import duckdb
 import structlog
@@ -11,6 +12,9 @@ from schemas.settings import Settings
 from workers.dispatcher import quarantine_logger
 
 log = structlog.get_logger("reverie.projector")
+
+
+_PRUNE_EVERY_S = 5.0  # how often it removes the stores a killed replay left
 
 
 def run_projector(settings: Settings, stop: threading.Event, interval_s: float = 0.5) -> None:
@@ -24,11 +28,15 @@ def run_projector(settings: Settings, stop: threading.Event, interval_s: float =
             log.warning("projections.rebuilt", reason=why)
         prune_stores(settings.projections_dir)
         log.info("projector.started", store=projector.store.path if projector.store else None)
+        pruned_at = time.monotonic()
         while not stop.is_set():
             try:
                 if projector.follow():
                     log.info("projections.swapped", store=projector.store.path if projector.store else None)
                     prune_stores(settings.projections_dir)
+                if time.monotonic() - pruned_at >= _PRUNE_EVERY_S:
+                    prune_stores(settings.projections_dir)
+                    pruned_at = time.monotonic()
                 if folded := projector.catch_up():
                     log.info("events.folded", events=folded)
                 if projector.mend_snapshot():
