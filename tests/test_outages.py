@@ -119,8 +119,13 @@ def test_every_folder_and_file_of_the_data_directory_is_the_users_alone(
     assert opened == []
 
 
-def test_a_store_a_killed_replay_left_is_removed_and_one_being_built_is_not(stack: Stack) -> None:
-    wait_for(lambda: stack_status(stack.settings).projections_published_at, what="a snapshot")
+def test_a_store_a_killed_replay_left_is_removed_and_one_being_built_is_not(
+    stack: Stack, env: dict[str, str]
+) -> None:
+    payload = {"session_id": "folded", "hook_event_name": "UserPromptSubmit", "prompt": "folded"}
+    assert run_hook(json.dumps(payload).encode(), env).returncode == 0
+    folded = "select count(*) from prompts where session_id = 'folded'"
+    wait_for(lambda: stack.query(folded) == [(1,)], what="the projector to fold, past its start")
     root = stack.settings.projections_dir
     orphan = new_store(root)  # what a replay killed before its swap leaves
     built = new_store(root)
