@@ -189,17 +189,17 @@ def dispatch(name: str | None) -> int:
 
 
 def project() -> int:
+    _in_background()  # the imports too
     from workers.logs import configure_logging
     from workers.projection import run_projector
 
     configure_logging(json=True)
-    _in_background()
     run_projector(Settings.from_env(), _stop_on_signals())
     return 0
 
 
 def embed(once: bool) -> int:
-    from projections.sql import NoSnapshot
+    from projections.sql import DamagedSnapshot, NoSnapshot
     from schemas.files import Busy
     from workers.embedding import lock_vectors, open_embedder, run_embedder, sync_once
 
@@ -226,6 +226,8 @@ def embed(once: bool) -> int:
                 )
         except NoSnapshot:
             return fail("nothing to embed yet: start the stack (`reverie up`) or run `reverie replay` first")
+        except DamagedSnapshot as e:
+            return fail(str(e))
         finally:
             embedder.close()
     out.print(
@@ -264,10 +266,10 @@ def replay() -> int:
 
 
 def worker() -> int:
+    _in_background()  # the imports too
     from workers.logs import configure_logging
     from workers.queue_worker import run_worker
 
     configure_logging(json=True)
-    _in_background()
     run_worker(Settings.from_env(), _stop_on_signals())
     return 0
