@@ -12,9 +12,7 @@ import json
 import os
 import time
 
-from schemas.fence import guarded
 from schemas.kinds import HOOK_CONTEXT_LIMIT
-from schemas.prompt import gist
 from schemas.settings import Settings
 from schemas.sockets import connect
 
@@ -28,6 +26,8 @@ if TYPE_CHECKING:
 
 def hook_output(hook: str, context: str) -> bytes:
     """Claude Code's contract for a hook that adds context, fenced; empty when there is none."""
+    from schemas.fence import guarded  # here: most hook events print nothing
+
     text = guarded(context, HOOK_CONTEXT_LIMIT)  # fenced, whatever the service or the profile said
     if not text:
         return b""
@@ -44,6 +44,8 @@ def context_for(settings: Settings, hook: str, payload: dict[str, Any], project:
         "deadline_s": DEADLINE_S,
     }
     if hook == "UserPromptSubmit":
+        from schemas.prompt import gist  # here: most hook events ask nothing
+
         request["prompt"] = gist(str(payload.get("prompt") or ""))
         request["transcript_bytes"] = _size(payload.get("transcript_path"))
     try:

@@ -19,10 +19,10 @@ SUFFIX = ".json"
 def spool_event(settings: Settings, event_id: str, data: bytes) -> str:
     """Keep the event in the spool; if the data directory's disk cannot take it, in the
     runtime directory's (settings.spool_dirs); the dispatcher drains both."""
-    first, fallback = settings.spool_dirs
     try:
-        return write_durably(first, event_id + SUFFIX, data)
+        return write_durably(settings.spool_dir, event_id + SUFFIX, data)
     except OSError:
+        fallback = settings.spool_dirs[1]
         private_directory(os.path.dirname(fallback), create=True)
         return write_durably(fallback, event_id + SUFFIX, data)
 

@@ -11,11 +11,8 @@ it sends a byte (`connect`). Standard library only: the hook connects through he
 
 import os
 import socket
-import struct
 
 from schemas.files import private_directory
-
-_PEERCRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
 
 
 class UnsafeSocket(OSError):
@@ -27,7 +24,10 @@ def check_peer(sock: socket.socket, path: str) -> None:
     as this user (Linux tells; other systems rely on the socket's private directory alone)."""
     if not hasattr(socket, "SO_PEERCRED"):
         return
-    _, uid, _ = _PEERCRED.unpack(sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEERCRED.size))
+    import struct
+
+    ucred = struct.Struct("3i")  # pid, uid, gid
+    _, uid, _ = ucred.unpack(sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, ucred.size))
     if uid != os.getuid():
         raise UnsafeSocket(f"{path} is served by uid {uid}, not by this user: nothing was sent")
 
