@@ -6,6 +6,7 @@ import os
 from datetime import datetime
 from typing import Any
 
+from ingest.emit import encode
 from ingest.envelope import encode_event
 from schemas.ids import derived_event_id, new_event_id, utc_now_iso
 from schemas.kinds import HOOK_KINDS, SOURCE_CLAUDE_CODE, SOURCE_IMPORT
@@ -48,16 +49,15 @@ def prompt_event(
     event_id = derived_event_id(int(at.timestamp() * 1000), project, key)
     stamp = at.isoformat().replace("+00:00", "Z")
     body = {"hook_event_name": "UserPromptSubmit", "session_id": session_id, "prompt": prompt, **payload}
-    event = encode_event(
+    return encode(
         HOOK_KINDS["UserPromptSubmit"],
         body,
-        event_id=event_id,
-        ts=stamp,
-        recorded_at=stamp,
         project=project,
         source=SOURCE_IMPORT,
+        ts=stamp,
+        event_id=event_id,
+        recorded_at=stamp,
     )
-    return event_id, event
 
 
 LOCOMO = os.path.join(HERE, "..", "..", "shared", "bench", "locomo", "locomo10_dev.json")

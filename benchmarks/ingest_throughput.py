@@ -24,8 +24,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
 from benchmarks.common import hook_events  # noqa: E402
+from ingest.emit import append  # noqa: E402
 from schemas.settings import STREAM, Settings  # noqa: E402
-from workers.dispatcher import Dispatcher, append_to_stream  # noqa: E402
+from workers.dispatcher import Dispatcher  # noqa: E402
 from workers.logs import configure_logging  # noqa: E402
 
 
@@ -53,7 +54,7 @@ def main() -> None:
                 time.sleep(0.05)
         events = hook_events(args.events)
         for start in range(0, len(events), 2000):
-            append_to_stream(client, events[start : start + 2000])
+            append(client, events[start : start + 2000])
         dispatcher = Dispatcher(settings, client, consumer="bench", batch_size=args.batch, block_ms=10)
         dispatcher.start()
         started = time.perf_counter()

@@ -27,13 +27,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
 from benchmarks.common import LOCOMO, prompt_event  # noqa: E402
+from ingest.emit import append  # noqa: E402
 from projections import sql  # noqa: E402
 from projections.embeddings import load_encoder  # noqa: E402
 from projections.recall.memories import Memories  # noqa: E402
 from projections.recall.pipeline import Recaller  # noqa: E402
 from projections.vectors import Vectors, vectors_path  # noqa: E402
 from schemas.settings import Settings  # noqa: E402
-from workers.dispatcher import append_to_stream  # noqa: E402
 from workers.redis_client import connect  # noqa: E402
 from workers.status import stack_status  # noqa: E402
 
@@ -108,7 +108,7 @@ def ingest(settings: Settings, events: list[list[bytes]], turns: set[str]) -> No
         client = connect(settings)
         started = time.perf_counter()
         for conversation in events:
-            append_to_stream(client, conversation)
+            append(client, conversation)
         wait_until_embedded(settings, turns)
         print(
             f"ingested and embedded {len(turns)} turns in {time.perf_counter() - started:.1f} s",

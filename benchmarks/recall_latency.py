@@ -41,6 +41,7 @@ from benchmarks.hook_latency import compile_bytecode, percentile  # noqa: E402
 from benchmarks.locomo import embedded_turns, wait_until_embedded  # noqa: E402
 from benchmarks.vector_search import NOISE  # noqa: E402
 from ingest.context import ask  # noqa: E402
+from ingest.emit import append  # noqa: E402
 from ingest.project import project_of  # noqa: E402
 from projections.chunking import chunk  # noqa: E402
 from projections.embeddings import EmbeddingCache, content_hash, load_encoder  # noqa: E402
@@ -48,7 +49,6 @@ from projections.vectors import vectors_root  # noqa: E402
 from schemas.prompt import gist  # noqa: E402
 from schemas.recall import REQUEST_LIMIT  # noqa: E402
 from schemas.settings import Settings  # noqa: E402
-from workers.dispatcher import append_to_stream  # noqa: E402
 from workers.embedding import CACHE  # noqa: E402
 from workers.redis_client import connect  # noqa: E402
 from workers.status import stack_status  # noqa: E402
@@ -134,7 +134,7 @@ def measure(
         started = time.perf_counter()
         client = connect(settings)
         for start in range(0, len(encoded) if ingesting else 0, 5_000):
-            append_to_stream(client, encoded[start : start + 5_000])
+            append(client, encoded[start : start + 5_000])
         wait_until_embedded(settings, ids, 3_600)
         ingested_s = time.perf_counter() - started
         wait_for("the recall service listens", lambda: os.path.exists(settings.recall_socket_path), 300)

@@ -51,11 +51,16 @@ def encode_event(
     project: str,
     source: str,
     caused_by: list[str] | None = None,
+    session_id: str | None = None,
+    agent: str | None = None,
 ) -> bytes:
     """The event as JSON bytes: secrets redacted, oversized strings, nesting and lists cut, at
-    most EVENT_LIMIT. Costs the values kept, whatever the payload's size and shape."""
-    session_id = payload.get("session_id")
-    agent = payload.get("agent_id")
+    most EVENT_LIMIT. Costs the values kept, whatever the payload's size and shape.
+
+    The session and the agent are the payload's (`session_id`, `agent_id`, as a hook sends
+    them) unless given."""
+    session_id = session_id or payload.get("session_id")
+    agent = agent or payload.get("agent_id")
     envelope = {
         "id": event_id,
         "kind": kind,

@@ -10,8 +10,8 @@ other than a letter or a digit turned into '-', the name of its folder under
 ~/.claude/projects), is for display and for finding transcripts only: it is not one-to-one
 (`proj.x` and `proj-x` share one). When a key cannot be read back to a path (a transcript's
 folder with no cwd inside it), the key stands in, as it did for everything recorded before
-(the projections read those keys back to paths where the event's cwd allows: schema.sql's
-`project_root`).
+(the projections read those keys back to paths where the event's cwd allows:
+`project_root` in projections/folds/base.py).
 """
 
 from __future__ import annotations

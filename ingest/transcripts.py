@@ -11,12 +11,12 @@ recorded live has other ids: `reverie import` skips those sessions.)
 
 import os
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, BinaryIO
 
 import msgspec
 
-from ingest.envelope import Rejected, encode_event
+from ingest.envelope import Rejected
 from ingest.project import project_of
 from ingest.truncate import MAX_INPUT, loads, loads_head
 from schemas import kinds
@@ -24,9 +24,14 @@ from schemas.ids import derived_event_id
 
 
 class ImportedEvent(msgspec.Struct, frozen=True):
+    """An event a transcript records, as the import emits it (ingest/emit.py)."""
+
     id: str
+    kind: str
+    ts: str
+    project: str
     session_id: str | None
-    data: bytes
+    payload: dict[str, Any]
 
 
 class BadLine(msgspec.Struct, frozen=True):
@@ -64,12 +69,12 @@ def _text(blocks: list[dict[str, Any]]) -> str:
 class _Transcript:
     """Turns the lines of one transcript file into events, in order."""
 
-    def __init__(self, path: str, recorded_at: str) -> None:
+    def __init__(self, path: str) -> None:
         self.path = path
-        self.recorded_at = recorded_at
         self.session_id: str | None = None
         self.agent_id: str | None = None
         self.cwd: str | None = None
+        self.project: str | None = None  # a session belongs to one project: where it began
         self.tool_calls: dict[str, dict[str, Any]] = {}
         self.last_words: tuple[str, str, str] | None = None  # (timestamp, line uuid, text)
         self.first: tuple[str, str] | None = None  # (timestamp, line uuid)
@@ -85,16 +90,9 @@ class _Transcript:
             **fields,
         }
         event_id = derived_event_id(_ms(timestamp), "transcript", self.session_id or "", seed, kind)
-        data = encode_event(
-            kind,
-            payload,
-            event_id=event_id,
-            ts=timestamp,
-            recorded_at=self.recorded_at,
-            project=project_of({"transcript_path": self.path, "cwd": self.cwd}, {}),
-            source=kinds.SOURCE_IMPORT,
-        )
-        return ImportedEvent(event_id, self.session_id, data)
+        if self.project is None:
+            self.project = project_of({"transcript_path": self.path, "cwd": self.cwd}, {})
+        return ImportedEvent(event_id, kind, timestamp, self.project, self.session_id, payload)
 
     def line(self, d: dict[str, Any]) -> Iterator[ImportedEvent]:
         timestamp, uuid = d.get("timestamp"), d.get("uuid")
@@ -204,10 +202,10 @@ def _parse(raw: bytes, whole: bool) -> dict[str, Any]:
 def read_transcript(path: str) -> Iterator[ImportedEvent | BadLine]:
     """The events one transcript file records, and the lines that could not be read.
 
-    A line nested too deep or too long is cut like a hook payload (envelope.encode_event),
-    a line longer than MAX_INPUT to what its head holds; one that is not JSON is a BadLine.
+    A line longer than MAX_INPUT is read to what its head holds (the event is cut like a hook
+    payload when it is emitted); one that is not JSON is a BadLine.
     """
-    transcript = _Transcript(path, datetime.now(UTC).isoformat())
+    transcript = _Transcript(path)
     with open(path, "rb") as f:
         for number, (raw, whole) in enumerate(_lines(f), 1):
             if not raw.strip():

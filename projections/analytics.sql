@@ -5,7 +5,7 @@ CREATE VIEW facts_current AS
 SELECT * FROM facts
 WHERE expired_at IS NULL AND (invalid_at IS NULL OR invalid_at > now());
 
--- facts_as_of(valid_time, known_time): see FACTS_AS_OF in projections/folds.py.
+-- facts_as_of(valid_time, known_time): see FACTS_AS_OF in projections/folds/facts.py.
 
 CREATE VIEW tool_usage_per_day AS
 SELECT date_trunc('day', ts) AS day, project, tool, count(*) AS uses,
@@ -32,28 +32,33 @@ FROM entities e JOIN opinions o ON o.subject = e.entity_id;
 -- Every memory with something to say: what recall ranks, and what the embedder embeds.
 CREATE VIEW memory_texts AS
 WITH conversation AS (
-    SELECT event_id AS memory_id, 'prompt' AS kind, project, session_id, ts, prompt AS text FROM prompts
+    SELECT event_id AS memory_id, 'prompt' AS kind, project, session_id, ts, clean_text(prompt) AS text
+    FROM prompts WHERE NOT is_noise(prompt)
     UNION ALL
-    SELECT event_id, 'message', project, session_id, ts, text FROM messages
+    SELECT event_id, 'message', project, session_id, ts, clean_text(text) FROM messages WHERE NOT is_noise(text)
 ),
 memories AS (
     SELECT * FROM conversation
     UNION ALL
     SELECT event_id, 'remembered', project, NULL, ts, text FROM remembered
     UNION ALL
-    SELECT f.fact_id, 'fact', NULL, NULL, f.created_at,
+    SELECT f.fact_id, 'fact', CASE WHEN f.scope <> 'global' THEN f.project END, NULL, f.created_at,
         coalesce(nullif(trim(f.description), ''), concat_ws(' ', s.name, replace(f.relation, '_', ' '), t.name))
     FROM facts f
     LEFT JOIN entities s ON s.entity_id = f.source
     LEFT JOIN entities t ON t.entity_id = f.target
     UNION ALL
-    SELECT episode_id, 'episode', NULL, session_id, started_at, concat_ws('. ', title, summary) FROM episodes
+    SELECT episode_id, 'episode', project, session_id, started_at, concat_ws('. ', title, summary) FROM episodes
     UNION ALL
-    SELECT observation_id, 'observation', NULL, NULL, formed_at, statement FROM observations
+    SELECT observation_id, 'observation', CASE WHEN scope <> 'global' THEN project END, NULL, formed_at, statement
+    FROM observations
     UNION ALL
-    SELECT opinion_id, 'opinion', NULL, NULL, formed_at, statement FROM opinions
+    SELECT opinion_id, 'opinion', CASE WHEN scope <> 'global' THEN project END, NULL, formed_at, statement
+    FROM opinions
     UNION ALL
-    SELECT preference_id, 'preference', NULL, NULL, crystallized_at, statement FROM preferences
+    SELECT preference_id, 'preference', CASE WHEN scope <> 'global' THEN project END, NULL, crystallized_at,
+        statement
+    FROM preferences
 )
 SELECT * FROM memories WHERE regexp_matches(text, '\S');
 

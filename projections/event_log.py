@@ -449,3 +449,23 @@ def to_table(events: list[Event]) -> pa.Table:
         },
         schema=SCHEMA,
     )
+
+
+def to_events(table: pa.Table) -> list[Event]:
+    """The events of a segment's rows (`to_table`'s inverse)."""
+    return [
+        Event(
+            id=row["id"],
+            kind=row["kind"],
+            ts=row["ts"],
+            recorded_at=row["recorded_at"],
+            project=row["project"],
+            session_id=row["session_id"],
+            agent=row["agent"],
+            source=row["source"],
+            v=row["v"],
+            payload=msgspec.Raw(row["payload"].encode()),
+            caused_by=tuple(row["caused_by"] or ()),
+        )
+        for row in table.to_pylist()
+    ]

@@ -33,7 +33,7 @@ from schemas.files import Busy, lock_directory
 
 BATCH_EVENTS = 50_000
 # The events of a batch not folded yet, once each, in id order. A project recorded as Claude
-# Code's key is read back to a path (schema.sql's project_root) by the event's cwd, else by
+# Code's key is read back to a path (project_root, projections/folds/base.py) by the event's cwd, else by
 # where its session began.
 _BATCH = """
 CREATE OR REPLACE TEMP TABLE batch AS

@@ -20,20 +20,18 @@ import contextlib
 import hashlib
 import os
 import shutil
-from pathlib import Path
 from typing import TextIO
 
 import duckdb
 
-from projections.folds import FOLDS
+from projections.folds import FOLDS, SCHEMA
 from schemas.files import lock_directory, sync_directory
 from schemas.ids import new_event_id
 
-SCHEMA_SQL = (Path(__file__).parent / "schema.sql").read_text()
 # Any change to the tables or to how events fold into them makes another version: a store of
 # another version is rebuilt from the log.
 SCHEMA_VERSION = hashlib.blake2b(
-    "\n".join([SCHEMA_SQL, *(sql for _, sql in FOLDS)]).encode(), digest_size=8
+    "\n".join([SCHEMA, *(sql for _, sql in FOLDS)]).encode(), digest_size=8
 ).hexdigest()
 DATABASE = "memory.duckdb"
 SNAPSHOT = "snapshot.duckdb"
@@ -53,7 +51,7 @@ class Store:
         db = duckdb.connect(self.database)
         if not db.execute("SELECT 1 FROM duckdb_tables() WHERE table_name = 'meta'").fetchall():
             db.execute("BEGIN")
-            db.execute(SCHEMA_SQL)
+            db.execute(SCHEMA)
             db.execute("INSERT INTO meta VALUES ('schema_version', ?)", [SCHEMA_VERSION])
             db.execute("COMMIT")
         return db

@@ -164,7 +164,25 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Options whose value may start with "-": Claude Code's project keys do (-home-u-app).
+_DASHED_VALUES = ("--project",)
+
+
+def _attach_dashed_values(argv: list[str]) -> list[str]:
+    """`--project -home-u-app` as `--project=-home-u-app`, which argparse reads as a value
+    (it takes a word starting with "-" after an option for another option)."""
+    joined: list[str] = []
+    for arg in argv:
+        if joined and joined[-1] in _DASHED_VALUES and arg.startswith("-") and not arg.startswith("--"):
+            joined[-1] = f"{joined[-1]}={arg}"
+        else:
+            joined.append(arg)
+    return joined
+
+
 def run(argv: list[str]) -> int:
+    if argv[:1] != ["hook"]:  # the hook parses its own arguments
+        argv = _attach_dashed_values(argv)
     args = _parser().parse_args(argv)
     if args.command == "sql":
         from reverie import querying

@@ -2,15 +2,19 @@
 
 import csv
 import json
+import os
 import sys
 from collections.abc import Sequence
 from datetime import date, datetime
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+
+if TYPE_CHECKING:
+    from projections.event_log import Quarantined
 
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
@@ -26,6 +30,16 @@ def progress_bar() -> Progress:
 def fail(message: str) -> int:
     err.print(f"[bold red]error:[/] {message}", highlight=False)
     return 1
+
+
+def warn_quarantined(note: "Quarantined") -> None:
+    """Say on stderr that a segment was set aside from the event log, and what was kept of it."""
+    kept = f"{note.salvaged} of its {note.rows} events kept" if note.rows is not None else "nothing kept"
+    err.print(
+        f"[bold yellow]warning:[/] segment {note.segment} could not be read ({note.reason}); "
+        f"set aside in {os.path.dirname(note.moved_to)}, {kept} (`reverie status` lists it)",
+        highlight=False,
+    )
 
 
 def _plain(value: Any) -> Any:

@@ -4,19 +4,20 @@ import os
 import time
 
 import redis
+from rq import Queue
 
 from ingest.dead_letters import write_dead_letter
+from ingest.emit import Emitter, Rejected
 from ingest.transcripts import BadLine, find_transcripts, read_transcript
 from projections.event_log import EventLog
 from projections.sql import connect as sql_connect
 from projections.sql import query
-from reverie.console import fail, out, print_rows, progress_bar
-from schemas.settings import Settings
-from workers.dispatcher import append_to_stream
+from reverie.console import fail, out, print_rows, progress_bar, warn_quarantined
+from schemas.kinds import SOURCE_IMPORT
+from schemas.settings import QUEUE, Settings
+from workers.jobs import enqueue_episode
 from workers.redis_client import connect
 from workers.status import stack_status
-
-_BATCH = 500
 
 
 def import_transcripts(paths: list[str], wait: bool = True) -> int:
@@ -36,22 +37,18 @@ def import_transcripts(paths: list[str], wait: bool = True) -> int:
     except (redis.RedisError, OSError):
         return fail(f"cannot reach Redis at {settings.redis_url}: start reverie with `reverie up --detach`")
 
-    known = EventLog(settings.event_log_dir).archived_ids()
+    known = EventLog(settings.event_log_dir, warn_quarantined).archived_ids()
     live = _sessions_recorded_live(settings)
-    sent = seen = bad = skipped = 0
-    with progress_bar() as progress:
+    seen = bad = skipped = 0
+    imported: set[str] = set()  # the sessions this import brought events of
+    with progress_bar() as progress, Emitter(client, SOURCE_IMPORT) as emitter:
         task = progress.add_task("reading transcripts", total=len(files))
         for path in files:
-            batch: list[bytes] = []
             for item in read_transcript(path):
                 if isinstance(item, BadLine):
                     bad += 1
-                    write_dead_letter(
-                        settings.dead_letter_dir,
-                        "import",
-                        f"{item.path}:{item.line}: {item.reason}",
-                        item.data,
-                    )
+                    reason = f"{item.path}:{item.line}: {item.reason}"
+                    write_dead_letter(settings.dead_letter_dir, "import", reason, item.data)
                     continue
                 seen += 1
                 if item.session_id in live:
@@ -60,14 +57,16 @@ def import_transcripts(paths: list[str], wait: bool = True) -> int:
                 if item.id in known:
                     continue
                 known.add(item.id)
-                batch.append(item.data)
-                if len(batch) >= _BATCH:
-                    append_to_stream(client, batch)
-                    sent += len(batch)
-                    batch = []
-            append_to_stream(client, batch)
-            sent += len(batch)
+                try:
+                    emitter.emit(item.kind, item.payload, project=item.project, ts=item.ts, event_id=item.id)
+                    imported.add(item.session_id or "")
+                except Rejected as e:
+                    bad += 1
+                    reason = f"{path}: {item.kind} at {item.ts}: {e}"
+                    write_dead_letter(settings.dead_letter_dir, "import", reason, repr(item.payload).encode())
+            emitter.flush()
             progress.advance(task)
+    sent = emitter.sent
     out.print(
         f"{len(files)} transcripts: {seen} events, {sent} new, {seen - sent - skipped} already in the log"
         + (f", {skipped} from sessions the hooks recorded live" if skipped else "")
@@ -75,6 +74,9 @@ def import_transcripts(paths: list[str], wait: bool = True) -> int:
     )
     if wait and sent and not _wait_until_archived(settings, sent):
         return fail("the dispatcher has not archived everything yet; see `reverie status`")
+    queue = Queue(QUEUE, connection=client)  # a transcript is a finished session: its episode
+    for session_id in sorted(imported - {""}):
+        enqueue_episode(queue, settings.event_log_dir, session_id)
     if wait:
         _summary(settings)
     return 0

@@ -11,8 +11,7 @@ from collections.abc import Callable
 import duckdb
 
 from projections.sql import CannotAnswer, run
-from reverie.console import err, out, print_rows
-from reverie.querying import warn_quarantined
+from reverie.console import err, out, print_rows, warn_quarantined
 from schemas.settings import Settings
 
 HELP = """Type SQL ending with ';' (it may span lines); it only reads. .tables lists the tables

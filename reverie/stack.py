@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from reverie.console import err, fail, out, progress_bar
+from reverie.console import err, fail, out, progress_bar, warn_quarantined
 from schemas.settings import Settings
 
 if TYPE_CHECKING:
@@ -118,11 +118,21 @@ def status(as_json: bool) -> int:
         ("vectors", _age("manifest", state.vectors_published_at)),
         ("dispatchers", ", ".join(f"{d.consumer} (pid {d.pid})" for d in state.dispatchers) or "none alive"),
         ("workers", ", ".join(f"{w.name} ({w.state})" for w in state.workers) or "none alive"),
+        ("failed jobs", _failed(state)),
     ]
     for name, value in rows + _quarantined(state.quarantined):
         table.add_row(f"[bold]{name}[/]", value)
     out.print(table)
     return 0 if state.reachable else 1
+
+
+def _failed(state: "StackStatus") -> str:
+    if not state.failed_jobs:
+        return "none"
+    from rich.markup import escape
+
+    newest = "; ".join(escape(f"{job.description}: {job.error}") for job in state.newest_failed_jobs[:3])
+    return f"[bold red]{state.failed_jobs}[/] (failed every try; newest: {newest})"
 
 
 def _disk(state: "StackStatus") -> str:
@@ -252,13 +262,14 @@ def replay() -> int:
     from projections.projector import replay as rebuild
 
     settings = Settings.from_env()
-    total = EventLog(settings.event_log_dir).count()
+    total = EventLog(settings.event_log_dir, warn_quarantined).count()
     with progress_bar() as progress:
         task = progress.add_task("folding events", total=total)
         folded = rebuild(
             settings.event_log_dir,
             settings.projections_dir,
             progress=lambda n: progress.update(task, completed=n),
+            on_quarantine=warn_quarantined,
         )
         progress.update(task, completed=total)
     out.print(f"replayed {folded} events into a fresh store, now current")

@@ -34,15 +34,6 @@ OPINION_FORMED = "opinion.formed"
 OPINION_REVISED = "opinion.revised"
 OBSERVATION_FORMED = "observation.formed"
 
-DERIVED_KINDS = frozenset(
-    {
-        ENTITY_OBSERVED, FACT_ASSERTED, FACT_SUPERSEDED, FACT_RECONSOLIDATED, FACT_EXPIRED,
-        EPISODE_RECORDED, EPISODE_CONSOLIDATED, SIGNAL_DETECTED, PREFERENCE_CRYSTALLIZED,
-        FAILURE_RECURRING, TIER_PROMOTED, ACTIVATION_RECORDED, COMMUNITY_DETECTED, OPINION_FORMED,
-        OPINION_REVISED, OBSERVATION_FORMED,
-    }
-)  # fmt: skip
-
 # Claude Code's hook_event_name -> the kind of event it records.
 HOOK_KINDS: dict[str, str] = {
     "SessionStart": SESSION_STARTED,
@@ -70,4 +61,6 @@ SOURCE_CLI = "cli"
 SOURCE_MCP = "mcp"
 SOURCE_WORKER = "worker"
 
-SCHEMA_VERSION = 1
+# 2: facts name relations of the ontology (schemas/ontology.py), and carry their scope, topic
+# and dimensions; the folds read v1's relations into the ontology.
+SCHEMA_VERSION = 2

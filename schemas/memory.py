@@ -14,23 +14,22 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-# Tulving's kinds of long-term memory.
-MemoryType = Literal["episodic", "semantic", "procedural"]
+from schemas.ontology import MemoryType, Relation, Topic
+
 # Hindsight's four networks: facts about the world, what the agent went through, what it
 # believes (with a confidence), and what it concluded by looking at the rest.
 Network = Literal["world", "experience", "opinion", "observation"]
 # Where a memory goes when the context budget is shared out.
 Category = Literal["stack", "context", "decisions", "errors", "patterns"]
-# How two entities can be related (the last one when none of the others fits).
-Relation = Literal[
-    "uses", "depends_on", "part_of", "is_a", "implements", "configures", "calls", "defines",
-    "tests", "fixes", "causes", "breaks", "replaces", "prefers", "avoids", "decided",
-    "works_on", "owns", "located_in", "related_to",
-]  # fmt: skip
+# HORA's 10 entity types, Memory Fabric's agent, technology and anti_pattern, and the commands
+# a session runs. Relations, and the rules that type a fact: schemas/ontology.py.
 EntityType = Literal[
-    "person", "project", "repository", "file", "directory", "module", "function", "class",
-    "library", "tool", "command", "service", "config", "error", "concept", "task", "other",
+    "project", "tool", "error_pattern", "preference", "concept", "person", "file", "library", "pattern",
+    "decision", "agent", "technology", "anti_pattern", "command",
 ]  # fmt: skip
+# Every memory belongs to its event's project, unless it holds everywhere.
+Scope = Literal["project", "global"]
+Outcome = Literal["success", "failure", "partial", "unknown"]
 Tier = Literal["working", "short_term", "long_term", "archived"]
 Confidence = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
 Sentiment = Annotated[float, msgspec.Meta(ge=-1.0, le=1.0)]
@@ -45,8 +44,19 @@ class EntityObserved(msgspec.Struct, kw_only=True):
     properties: dict[str, Any] = {}
 
 
+class Dimensions(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """Hindsight's five dimensions of a fact, where known."""
+
+    what: str | None = None
+    when: str | None = None
+    where: str | None = None
+    who: str | None = None
+    why: str | None = None
+
+
 class FactAsserted(msgspec.Struct, kw_only=True):
-    """A statement believed true from `valid_at` (until `invalid_at`, if known)."""
+    """A statement believed true from `valid_at` (until `invalid_at`, if known), in the event's
+    project (or everywhere, if `scope` is global)."""
 
     fact_id: str
     source: str  # entity_id
@@ -57,6 +67,10 @@ class FactAsserted(msgspec.Struct, kw_only=True):
     memory_type: MemoryType = "semantic"
     network: Network = "world"
     category: Category = "context"
+    topic: Topic | None = None
+    dimensions: Dimensions = Dimensions()
+    stated_relation: str | None = None  # the relation as stated, where the ontology's differs
+    scope: Scope = "project"
     valid_at: datetime | None = None
     invalid_at: datetime | None = None
 
@@ -93,7 +107,7 @@ class EpisodeRecorded(msgspec.Struct, kw_only=True):
     summary: str
     started_at: datetime
     ended_at: datetime | None = None
-    outcome: Literal["success", "failure", "partial", "unknown"] = "unknown"
+    outcome: Outcome = "unknown"
     entities: list[str] = []
     emotional_weight: float = 1.0
 
@@ -123,6 +137,7 @@ class PreferenceCrystallized(msgspec.Struct, kw_only=True):
     statement: str
     strength: Confidence
     evidence: int  # how many signals support it
+    scope: Scope = "project"
 
 
 class FailureRecurring(msgspec.Struct, kw_only=True):
@@ -160,6 +175,7 @@ class OpinionFormed(msgspec.Struct, kw_only=True):
     subject: str | None = None  # entity_id
     statement: str
     confidence: Confidence
+    scope: Scope = "project"
 
 
 class OpinionRevised(msgspec.Struct, kw_only=True):
@@ -174,3 +190,4 @@ class ObservationFormed(msgspec.Struct, kw_only=True):
     statement: str
     about: list[str] = []  # entity_ids
     confidence: Confidence = 1.0
+    scope: Scope = "project"

@@ -67,6 +67,19 @@ def settings(home: str) -> Settings:
     return Settings(home)
 
 
+def typed(lines: list[str]) -> Callable[[str], str]:
+    """What `input` would return for a user typing `lines`, then Ctrl-D."""
+    left = iter(lines)
+
+    def read_line(prompt: str) -> str:
+        try:
+            return next(left)
+        except StopIteration:
+            raise EOFError from None
+
+    return read_line
+
+
 def run_hook(payload: bytes, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run([str(BIN), "hook", *args], input=payload, env=env, capture_output=True, timeout=60)
 

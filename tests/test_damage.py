@@ -11,6 +11,7 @@ import random
 import signal
 import subprocess
 from concurrent.futures import ProcessPoolExecutor
+from datetime import UTC, datetime
 
 import duckdb
 import fakeredis
@@ -19,15 +20,21 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from ingest.emit import append
 from projections.event_log import QUARANTINE, EventLog, Quarantined
 from projections.projector import Projector, replay
 from projections.store import Store, current_store
+from reverie.testing import make_event
+from schemas import kinds
 from schemas.events import Event, decode_event
+from schemas.ids import new_event_id
 from schemas.settings import STREAM, Settings
 from tests.conftest import BIN, Stack, run_hook, wait_for
 from tests.test_dispatcher import event
-from workers.dispatcher import Dispatcher, append_to_stream
+from workers.dispatcher import Dispatcher
+from workers.jobs import extract_batch
 
+NOW = datetime.now(UTC)
 GARBAGE = bytes((i * 37 + 11) % 256 for i in range(200))
 WORDS = [f"w{i}" for i in range(5000)]
 DUCKDB_HEADERS = 3 * 4096  # then blocks of 256 KiB (DuckDB's default block size)
@@ -196,7 +203,7 @@ def test_the_dispatcher_starts_over_a_damaged_log_and_archives_on(settings: Sett
     dispatcher.start()
     assert len(dispatcher.archived) == 30
     fresh = [event(f"after {i}") for i in range(5)]
-    append_to_stream(client, [data for _, data in fresh])
+    append(client, [data for _, data in fresh])
     assert dispatcher.archive(dispatcher.read(">")) == 5
     assert log.compact(at_least=2, min_age_s=0) is not None
     assert sorted(all_ids(log)) == sorted(dispatcher.archived)
@@ -267,6 +274,23 @@ def test_sql_and_status_go_on_over_damaged_segments(settings: Settings, env: dic
     )
     human = subprocess.run([str(BIN), "status"], env=env, capture_output=True, text=True, timeout=60)
     assert "seg-zzz.parquet" in human.stdout and "quarantine" in human.stdout
+
+
+def test_replay_names_what_it_set_aside_and_folds_what_was_kept(
+    settings: Settings, env: dict[str, str]
+) -> None:
+    log = EventLog(settings.event_log_dir)
+    log.append(prompts(20))
+    damaged = log.append(prompts(3000, words=120, seed=2))
+    damage_column(damaged, "payload", at=0.7)
+
+    result = subprocess.run([str(BIN), "replay"], env=env, capture_output=True, text=True, timeout=120)
+
+    assert result.returncode == 0, result.stderr
+    kept = notes(log)[os.path.basename(damaged)].salvaged
+    assert f"replayed {20 + kept} events" in result.stdout
+    assert os.path.basename(damaged) in result.stderr and f"{kept} of its 3000 events kept" in result.stderr
+    assert "Traceback" not in result.stderr
 
 
 @pytest.fixture
@@ -393,3 +417,29 @@ def test_a_damaged_segment_never_stops_the_stack(stack: Stack, env: dict[str, st
 
     wait_for(caught_up, timeout=60, what="the new events archived and projected, the damaged segment named")
     assert sorted(all_ids(log)) == sorted(set(all_ids(log)))
+
+
+def test_an_extraction_job_reads_what_a_segment_damaged_since_it_was_written_still_holds(
+    settings: Settings,
+) -> None:
+    log = EventLog(settings.event_log_dir)
+    rng = random.Random(4)
+    reads = [
+        make_event(
+            kinds.TOOL_USED,
+            {"tool_name": "Read", "tool_input": {"file_path": f"/p/f{n % 40}.py"}, "tool_response": " ".join(
+                rng.choices(WORDS, k=120)
+            )},
+            id=new_event_id(), ts=NOW, recorded_at=NOW, project="/p", source="test",
+        )
+        for n in range(3000)
+    ]  # fmt: skip
+    damaged = log.append(reads)
+    damage_column(damaged, "payload", at=0.7)
+
+    emitted = extract_batch(damaged, [e.id for e in reads], fakeredis.FakeRedis())
+
+    kept = set(ids_in(damaged))
+    assert 0 < len(kept) == notes(log)[os.path.basename(damaged)].salvaged < len(reads)
+    files = {msgspec.json.decode(e.payload)["tool_input"]["file_path"] for e in reads if e.id in kept}
+    assert emitted == {kinds.ENTITY_OBSERVED: len(files)}

@@ -7,12 +7,14 @@ import threading
 import fakeredis
 import pytest
 
+from ingest.emit import append
 from ingest.envelope import encode_event
 from ingest.spool import spool_event, spooled
 from projections.event_log import EventLog
 from schemas.ids import new_event_id, utc_now_iso
+from schemas.kinds import SCHEMA_VERSION
 from schemas.settings import GROUP, STREAM, Settings
-from workers.dispatcher import Dispatcher, append_to_stream
+from workers.dispatcher import Dispatcher
 
 
 def event(prompt: str, event_id: str | None = None) -> tuple[str, bytes]:
@@ -49,7 +51,7 @@ def test_a_batch_becomes_one_segment_and_leaves_the_stream(
     dispatcher: Dispatcher, client: fakeredis.FakeRedis, settings: Settings
 ) -> None:
     ids, datas = zip(*[event(f"p{i}") for i in range(50)], strict=True)
-    append_to_stream(client, datas)
+    append(client, datas)
     assert dispatcher.archive(dispatcher.read(">")) == 50
     assert sorted(archived_ids(settings)) == sorted(ids)
     assert len(EventLog(settings.event_log_dir).segments()) == 1
@@ -62,9 +64,9 @@ def test_an_event_delivered_twice_is_archived_once(
     dispatcher: Dispatcher, client: fakeredis.FakeRedis, settings: Settings
 ) -> None:
     event_id, data = event("twice")
-    append_to_stream(client, [data, data])
+    append(client, [data, data])
     dispatcher.archive(dispatcher.read(">"))
-    append_to_stream(client, [data])
+    append(client, [data])
     dispatcher.archive(dispatcher.read(">"))
     assert archived_ids(settings) == [event_id]
     assert client.xlen(STREAM) == 0
@@ -76,12 +78,12 @@ def test_a_restarted_dispatcher_knows_what_the_log_holds(
     event_id, data = event("once")
     first = Dispatcher(settings, client, consumer="a", block_ms=10)
     first.start()
-    append_to_stream(client, [data])
+    append(client, [data])
     first.archive(first.read(">"))
     first.close()
     second = Dispatcher(settings, client, consumer="a", block_ms=10)
     second.start()
-    append_to_stream(client, [data])
+    append(client, [data])
     assert second.archive(second.read(">")) == 0
     assert archived_ids(settings) == [event_id]
 
@@ -92,7 +94,7 @@ def test_entries_read_but_not_acknowledged_are_archived_after_a_restart(
     crashed = Dispatcher(settings, client, consumer="a", block_ms=10)
     crashed.start()
     ids, datas = zip(*[event(f"p{i}") for i in range(5)], strict=True)
-    append_to_stream(client, datas)
+    append(client, datas)
     crashed.read(">")  # ... and dies before archiving
     crashed.close()
     restarted = Dispatcher(settings, client, consumer="a", block_ms=10)
@@ -108,7 +110,7 @@ def test_stale_entries_of_a_dead_consumer_are_claimed(
     dead = Dispatcher(settings, client, consumer="dead", block_ms=10)
     dead.start()
     ids, datas = zip(*[event(f"p{i}") for i in range(3)], strict=True)
-    append_to_stream(client, datas)
+    append(client, datas)
     dead.read(">")
     dead.close()
     alive = Dispatcher(settings, client, consumer="alive", block_ms=10, claim_idle_ms=0)
@@ -127,7 +129,7 @@ def test_invalid_events_become_dead_letters_and_do_not_block_the_batch(
     bad_types["payload"]["prompt"] = 42
     client.xadd(STREAM, {"e": json.dumps(bad_types).encode()})
     client.xadd(STREAM, {"other": b"field"})
-    append_to_stream(client, [good])
+    append(client, [good])
     assert dispatcher.archive(dispatcher.read(">")) == 1
     assert archived_ids(settings) == [good_id]
     letters = [
@@ -159,7 +161,7 @@ def test_run_stops_when_asked(
 ) -> None:
     stop = threading.Event()
     _, data = event("x")
-    append_to_stream(client, [data])
+    append(client, [data])
     thread = threading.Thread(target=dispatcher.run, args=(stop,))
     thread.start()
     try:
@@ -189,12 +191,12 @@ def test_entries_that_break_anything_are_dead_lettered_whole(
 ) -> None:
     good_id, good = event("good")
     bad_utf8 = event("x")[1].replace(b'"x"', b'"\\"\xff\xfe"')
-    big_version = event("v")[1].replace(b'"v":1', b'"v":70000')
+    big_version = event("v")[1].replace(b'"v":%d' % SCHEMA_VERSION, b'"v":70000')
     null_prompt = json.loads(event("n")[1])
     null_prompt["payload"]["prompt"] = None
     for data in (bad_utf8, big_version):
         client.xadd(STREAM, {"e": data})
-    append_to_stream(client, [json.dumps(null_prompt).encode(), good])
+    append(client, [json.dumps(null_prompt).encode(), good])
     assert dispatcher.archive(dispatcher.read(">")) == 2  # a null prompt is tolerated
     assert good_id in archived_ids(settings)
     letters = [

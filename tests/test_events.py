@@ -8,7 +8,8 @@ import msgspec
 import pytest
 
 from ingest.envelope import encode_event
-from schemas import events, kinds
+from reverie.testing import make_event
+from schemas import events, kinds, observed, registry
 from schemas.ids import new_event_id, utc_now_iso
 from tests.conftest import fixture_payloads
 
@@ -41,7 +42,7 @@ def test_every_fixture_payload_decodes_as_its_kind(name: str, payload: dict[str,
     kind = kinds.HOOK_KINDS[payload["hook_event_name"]]
     event = events.decode_event(wire(kind, payload))
     typed = events.payload_of(event)
-    assert isinstance(typed, events.PAYLOAD_TYPES[kind])
+    assert isinstance(typed, registry.KINDS[kind].payload)
     assert event.kind == kind
     assert event.session_id == payload["session_id"]
     assert event.agent == payload.get("agent_id", "main")
@@ -55,7 +56,7 @@ def test_every_fixture_payload_decodes_as_its_kind(name: str, payload: dict[str,
 def test_missing_and_null_fields_take_defaults() -> None:
     event = events.decode_event(wire(kinds.COMPACTION_STARTED, {"custom_instructions": None}))
     typed = events.payload_of(event)
-    assert isinstance(typed, events.CompactionStarted)
+    assert isinstance(typed, observed.CompactionStarted)
     assert typed.custom_instructions is None
     assert typed.session_id is None
 
@@ -86,23 +87,23 @@ def test_unknown_kinds_and_broken_envelopes_are_refused() -> None:
 
 def test_python_built_events_match_the_hook_wire_format() -> None:
     now = msgspec.json.decode(json.dumps(utc_now_iso()).encode(), type=datetime)
-    built = events.make_event(
+    built = make_event(
         kinds.MEMORY_REMEMBERED,
-        events.MemoryRemembered(text="use uv, not pip", tags=["tooling"]),
+        observed.MemoryRemembered(text="use uv, not pip", tags=["tooling"]),
         id=new_event_id(),
         ts=now,
         recorded_at=now,
         project="p",
         source=kinds.SOURCE_CLI,
     )
-    again = events.decode_event(events.encode_event(built))
+    again = events.decode_event(msgspec.json.encode(built))
     assert again == built
-    assert events.payload_of(again) == events.MemoryRemembered(text="use uv, not pip", tags=["tooling"])
+    assert events.payload_of(again) == observed.MemoryRemembered(text="use uv, not pip", tags=["tooling"])
 
 
 def test_lone_surrogates_from_real_windows_payloads_become_replacement_characters() -> None:
     raw = b'{"tool_name": "Bash", "tool_input": {"command": "\\u00e2\\u2022\\udc90 box"}}'
     payload = json.loads(raw)
     typed = events.payload_of(events.decode_event(wire(kinds.TOOL_REQUESTED, payload)))
-    assert isinstance(typed, events.ToolRequested)
+    assert isinstance(typed, observed.ToolRequested)
     assert typed.tool_input == {"command": "\u00e2\u2022\ufffd box"}

@@ -19,7 +19,8 @@ from ingest.hook import parse_payload, record_hook
 from ingest.spool import spooled
 from ingest.truncate import EVENT_LIMIT, MAX_DEPTH, MAX_INPUT
 from schemas.dead_letters import DeadLetter
-from schemas.events import InvalidEvent, ToolUsed, decode_event, payload_of
+from schemas.events import InvalidEvent, decode_event, payload_of
+from schemas.observed import ToolUsed
 from schemas.settings import Settings
 from tests.conftest import run_hook
 

@@ -159,9 +159,9 @@ def test_the_dispatcher_killed_at_any_moment_loses_nothing_and_doubles_nothing(
 
 
 def _fill_stream(client: redis.Redis, n: int) -> set[str]:
+    from ingest.emit import append
     from ingest.envelope import encode_event
     from schemas.ids import new_event_id, utc_now_iso
-    from workers.dispatcher import append_to_stream
 
     ids, batch = set(), []
     for i in range(n):
@@ -179,7 +179,7 @@ def _fill_stream(client: redis.Redis, n: int) -> set[str]:
             )
         )
     for start in range(0, n, 1000):
-        append_to_stream(client, batch[start : start + 1000])
+        append(client, batch[start : start + 1000])
     return ids
 
 

@@ -6,7 +6,8 @@ from typing import Any
 import msgspec
 import pytest
 
-from schemas import events, kinds, memory
+from reverie.testing import make_event
+from schemas import events, kinds, memory, registry
 from schemas.ids import new_event_id
 
 NOW = datetime(2026, 11, 22, 9, 30, tzinfo=UTC)
@@ -65,21 +66,20 @@ SAMPLES: dict[str, msgspec.Struct] = {
 
 
 def derived(kind: str, payload: Any, caused_by: tuple[str, ...] = ("01ABC",)) -> events.Event:
-    return events.make_event(
+    return make_event(
         kind, payload, id=new_event_id(), ts=NOW, recorded_at=NOW, project="p", source=kinds.SOURCE_WORKER,
         caused_by=caused_by,
     )  # fmt: skip
 
 
-def test_every_derived_kind_has_a_payload_type_and_a_sample() -> None:
-    assert set(SAMPLES) == kinds.DERIVED_KINDS
-    assert set(events.PAYLOAD_TYPES) >= kinds.DERIVED_KINDS
+def test_every_derived_kind_has_a_sample() -> None:
+    assert set(SAMPLES) == registry.DERIVED_KINDS
 
 
 @pytest.mark.parametrize("kind", sorted(SAMPLES))
 def test_derived_events_round_trip(kind: str) -> None:
     event = derived(kind, SAMPLES[kind])
-    again = events.decode_event(events.encode_event(event))
+    again = events.decode_event(msgspec.json.encode(event))
     assert again == event
     assert again.caused_by == ("01ABC",)
     assert events.payload_of(again) == SAMPLES[kind]
@@ -89,7 +89,7 @@ def test_derived_events_round_trip(kind: str) -> None:
 def test_derived_events_must_say_where_they_came_from(kind: str) -> None:
     with pytest.raises(events.InvalidEvent, match="caused_by"):
         derived(kind, SAMPLES[kind], caused_by=())
-    wire = msgspec.json.decode(events.encode_event(derived(kind, SAMPLES[kind])))
+    wire = msgspec.json.decode(msgspec.json.encode(derived(kind, SAMPLES[kind])))
     wire["caused_by"] = []
     with pytest.raises(events.InvalidEvent, match="caused_by"):
         events.decode_event(msgspec.json.encode(wire))
@@ -106,7 +106,7 @@ def test_derived_events_must_say_where_they_came_from(kind: str) -> None:
     ],
 )
 def test_values_out_of_the_vocabulary_are_refused(kind: str, change: dict[str, Any], complaint: str) -> None:
-    wire = msgspec.json.decode(events.encode_event(derived(kind, SAMPLES[kind])))
+    wire = msgspec.json.decode(msgspec.json.encode(derived(kind, SAMPLES[kind])))
     wire["payload"].update(change)
     with pytest.raises(events.InvalidEvent, match=complaint):
         events.decode_event(msgspec.json.encode(wire))

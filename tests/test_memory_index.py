@@ -145,7 +145,7 @@ def test_scopes_keep_a_project_a_time_and_the_living(vectors: Vectors) -> None:
     add(vectors, "a", "deploy one", minute=0)
     add(vectors, "b", "deploy two", minute=10)
     add(vectors, "c", "deploy three", project="other", minute=20)
-    add(vectors, "d", "deploy four", project=None, minute=30)
+    add(vectors, "d", "deploy four", project=None, minute=30)  # global: in every project
     index = MemoryIndex(vectors)
     index.sync()
     rows = index.rows
@@ -153,12 +153,12 @@ def test_scopes_keep_a_project_a_time_and_the_living(vectors: Vectors) -> None:
     def kept(scope: memory_index.Scope) -> set[str]:
         return set(rows.ids[scope.mask])
 
-    assert kept(rows.scope("p")) == {"a", "b"}
+    assert kept(rows.scope("p")) == {"a", "b", "d"}
     assert kept(rows.scope(None)) == {"a", "b", "c", "d"}
     assert kept(rows.scope(None, as_of=T0 + timedelta(minutes=10))) == {"a", "b"}
     span = Window(T0 + timedelta(minutes=5), T0 + timedelta(minutes=20))
     assert kept(rows.scope(None, span=span)) == {"b"}  # the end is outside
-    assert kept(rows.scope("nowhere")) == set()
+    assert kept(rows.scope("nowhere")) == {"d"}
 
 
 def test_the_index_follows_the_table(vectors: Vectors) -> None:

@@ -50,21 +50,26 @@ def _uptime() -> float:
         return float(f.read().split()[0])
 
 
+def _restarted_while_away(stack: Stack, process: str, command: str, pid: int, away_s: float) -> None:
+    """Kill `process` (`reverie <command>`) and await the one the supervisor starts again to
+    have waited `away_s` (while the caller keeps the server away)."""
+    os.kill(pid, signal.SIGKILL)
+    wait_for(lambda: _exits(stack, process) == 1, what=f"the supervisor to see the {process} die")
+    wait_for(
+        lambda: (began := _started_at(command)) is not None and _uptime() - began > away_s,
+        timeout=60,
+        what=f"a new {process} to have waited {away_s} s for the server",
+    )
+
+
 def test_a_dispatcher_started_while_the_server_is_away_waits_for_it(
     stack: Stack, env: dict[str, str]
 ) -> None:
     [dispatcher] = wait_for(lambda: _pids(stack)[0], what="a dispatcher")
     server = server_pid(stack.settings)
     os.kill(server, signal.SIGSTOP)  # away: connections hang, and time out
-    try:
-        os.kill(dispatcher, signal.SIGKILL)
-        wait_for(lambda: _exits(stack, "dispatcher") == 1, what="the supervisor to see the dispatcher die")
-        # the dispatcher the supervisor starts again meets the frozen server, past its 5 s timeout
-        wait_for(
-            lambda: (began := _started_at("dispatch")) is not None and _uptime() - began > 8,
-            timeout=60,
-            what="a new dispatcher to have waited 8 s for the server",
-        )
+    try:  # the new dispatcher meets the frozen server past its 5 s timeout
+        _restarted_while_away(stack, "dispatcher", "dispatch", dispatcher, away_s=8)
     finally:
         os.kill(server, signal.SIGCONT)
     payload = {"session_id": "away", "hook_event_name": "UserPromptSubmit", "prompt": "while away"}
@@ -83,13 +88,7 @@ def test_a_worker_started_while_the_server_is_away_waits(stack: Stack) -> None:
     socket_path = stack.settings.socket_path
     os.rename(socket_path, socket_path + ".away")  # new connections are refused meanwhile
     try:
-        os.kill(int(name.split(".")[1]), signal.SIGKILL)
-        wait_for(lambda: _exits(stack, "worker") == 1, what="the supervisor to see the worker die")
-        wait_for(
-            lambda: (began := _started_at("worker")) is not None and _uptime() - began > 3,
-            timeout=60,
-            what="a new worker to have waited 3 s for the server",
-        )
+        _restarted_while_away(stack, "worker", "worker", int(name.split(".")[1]), away_s=3)
     finally:
         os.rename(socket_path + ".away", socket_path)
     wait_for(lambda: _pids(stack)[1] - {name}, timeout=60, what="the new worker at work")
@@ -133,3 +132,33 @@ def test_a_store_a_killed_replay_left_is_removed_and_one_being_built_is_not(
         wait_for(lambda: not os.path.exists(orphan.path), what="the projector to remove the orphan")
         assert os.path.isdir(built.path)
     remove_store(built)
+
+
+def _children(pid: int) -> set[int]:
+    found = set()
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                    found.add(int(entry))
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
+def test_a_worker_killed_outright_leaves_no_process_behind(stack: Stack) -> None:
+    [name] = wait_for(lambda: _pids(stack)[1], what="a worker")
+    worker = int(name.split(".")[1])
+    [scheduler] = wait_for(lambda: _children(worker), what="the worker's scheduler, which RQ forks")
+    os.kill(worker, signal.SIGKILL)
+    wait_for(
+        lambda: not os.path.exists(f"/proc/{scheduler}") or _zombie(scheduler), what="the scheduler gone too"
+    )
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True

@@ -7,14 +7,17 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import duckdb
+import msgspec
 import pytest
 
 from ingest.transcripts import ImportedEvent, find_transcripts, read_transcript
 from projections.event_log import EventLog
 from projections.projector import Projector, replay
 from projections.store import current_store
+from reverie.testing import imported_event, make_event
 from schemas import events, kinds, memory
 from schemas.ids import new_event_id
+from schemas.observed import MemoryRemembered
 from schemas.settings import Settings
 from tests.conftest import BIN, TRANSCRIPTS
 
@@ -52,7 +55,7 @@ def at(seconds: float) -> datetime:
 
 def observed(kind: str, seconds: float, session: str = "s1", **payload: Any) -> events.Event:
     when = at(seconds)
-    return events.make_event(
+    return make_event(
         kind,
         {"session_id": session, **payload},
         id=new_event_id(int(when.timestamp() * 1000)),
@@ -65,15 +68,17 @@ def observed(kind: str, seconds: float, session: str = "s1", **payload: Any) -> 
     )
 
 
-def derived(kind: str, seconds: float, payload: events.Payload, cause: str = "01CAUSE") -> events.Event:
+def derived(
+    kind: str, seconds: float, payload: msgspec.Struct, cause: str = "01CAUSE", project: str = "-repo"
+) -> events.Event:
     when = at(seconds)
-    return events.make_event(
+    return make_event(
         kind,
         payload,
         id=new_event_id(int(when.timestamp() * 1000)),
         ts=when,
         recorded_at=when,
-        project="-repo",
+        project=project,
         source=kinds.SOURCE_WORKER,
         caused_by=(cause,),
     )
@@ -150,9 +155,9 @@ def a_session() -> list[events.Event]:
         ),
         observed(kinds.COMPACTION_STARTED, 9, trigger="auto", custom_instructions=None),
         observed(kinds.COMPACTION_FINISHED, 10, trigger="auto"),
-        events.make_event(
+        make_event(
             kinds.MEMORY_REMEMBERED,
-            events.MemoryRemembered(text="use uv", tags=["tooling"]),
+            MemoryRemembered(text="use uv", tags=["tooling"]),
             id=new_event_id(int(at(11).timestamp() * 1000)),
             ts=at(11),
             recorded_at=at(11),
@@ -370,7 +375,7 @@ def test_newer_updates_win_even_when_older_ones_arrive_late(folding: Folding) ->
 
 def test_replay_builds_the_tables_the_live_projector_built(settings: Settings) -> None:
     imported = [
-        events.decode_event(i.data)
+        imported_event(i)
         for f in find_transcripts(str(TRANSCRIPTS))
         for i in read_transcript(f)
         if isinstance(i, ImportedEvent)
@@ -562,4 +567,33 @@ def test_replay_beside_a_running_projector_leaves_it_its_store(folding: Folding,
     assert not os.path.exists(running.path)
     assert sorted(n for n in os.listdir(settings.projections_dir) if n.startswith("store-")) == [
         os.path.basename(current_store(settings.projections_dir).path)  # type: ignore[union-attr]
+    ]
+
+
+def test_facts_recorded_before_the_ontology_fold_into_it(folding: Folding) -> None:
+    """Schema v1 named relations the ontology does not have: a replay maps them onto it."""
+
+    def v1_fact(fact_id: str, relation: str) -> events.Event:
+        when = at(5)
+        payload = {
+            "fact_id": fact_id,
+            "source": "e-db",
+            "relation": relation,
+            "target": "e-app",
+            "description": "x",
+        }
+        return make_event(
+            kinds.FACT_ASSERTED, payload, id=new_event_id(int(when.timestamp() * 1000)), ts=when,
+            recorded_at=when, project="/repo", source=kinds.SOURCE_WORKER, caused_by=("01CAUSE",),
+        )  # fmt: skip
+
+    db = folding.fold(
+        [v1_fact("f-part", "part_of"), v1_fact("f-uses", "uses"), v1_fact("f-odd", "vibes_with")]
+    )
+    assert rows(
+        db, "SELECT fact_id, source, relation, target, stated_relation, project FROM facts ORDER BY 1"
+    ) == [
+        ("f-odd", "e-db", "related_to", "e-app", "vibes_with", "/repo"),
+        ("f-part", "e-app", "has_component", "e-db", "part_of", "/repo"),
+        ("f-uses", "e-db", "uses", "e-app", None, "/repo"),
     ]

@@ -424,3 +424,46 @@ def test_an_adversarial_prompt_does_not_stall_the_next_ones(recaller: Recaller, 
     finally:
         stop.set()
         serving.join(60)
+
+
+def test_recall_in_one_project_never_returns_another_projects_memories(
+    encoder: Encoder, tmp_path: "os.PathLike[str]"
+) -> None:
+    settings = Settings(str(tmp_path))
+    cassandra = memory.EntityObserved(
+        entity_id="e-cassandra", type="technology", name="Cassandra", normalized_name="cassandra"
+    )
+
+    def stored(fact_id: str, project: str, description: str, scope: str = "project") -> events.Event:
+        asserted = memory.FactAsserted(
+            fact_id=fact_id,
+            source="e-cassandra",
+            relation="uses",
+            description=description,
+            scope=scope,  # type: ignore[arg-type]
+        )
+        return derived(kinds.FACT_ASSERTED, 20, asserted, project=project)
+
+    folding = Folding(settings)
+    folding.fold(
+        [
+            derived(kinds.ENTITY_OBSERVED, 10, cassandra, project="/home/u/billing"),
+            stored("f-billing", "/home/u/billing", "invoices are stored in Cassandra, keyspace billing_v2"),
+            stored("f-shop", "/home/u/shop", "the shop keeps its carts in Cassandra too"),
+            stored("f-everywhere", "/home/u/billing", "Cassandra needs a quorum of 2 for writes", "global"),
+        ]
+    )
+    folding.projector.close()
+    with lock_vectors(settings):
+        embedder = open_embedder(settings, encoder)
+        sync_once(settings, embedder)
+        recaller = Recaller(encoder, embedder.vectors, Memories(settings))
+        try:
+            asked = "where are the invoices stored in Cassandra?"
+            in_shop = {r.memory_id for r in recaller.recall(asked, project="/home/u/shop", limit=10).results}
+            everywhere = {r.memory_id for r in recaller.recall(asked, limit=10).results}
+        finally:
+            recaller.memories.close()
+            embedder.close()
+    assert {"f-shop", "f-everywhere"} <= in_shop and "f-billing" not in in_shop
+    assert {"f-billing", "f-shop", "f-everywhere"} <= everywhere

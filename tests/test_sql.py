@@ -10,7 +10,7 @@ from projections.event_log import EventLog
 from projections.sql import connect, query
 from schemas.events import decode_event
 from schemas.settings import Settings
-from tests.conftest import BIN
+from tests.conftest import BIN, typed
 from tests.test_dispatcher import event
 
 
@@ -58,15 +58,8 @@ def test_the_shell_runs_statements_over_lines_and_survives_errors(
     from reverie.shell import run_shell
 
     EventLog(settings.event_log_dir).append([decode_event(event("hello")[1])])
-    lines = iter(["select count(*) AS n", "from events;", "select nope;", ".tables", "select 42 AS answer;"])
-
-    def read_line(prompt: str) -> str:
-        try:
-            return next(lines)
-        except StopIteration:
-            raise EOFError from None
-
-    assert run_shell(settings, read_line) == 0
+    lines = ["select count(*) AS n", "from events;", "select nope;", ".tables", "select 42 AS answer;"]
+    assert run_shell(settings, typed(lines)) == 0
     captured = capsys.readouterr()
     assert "│ 1 │" in captured.out.replace(" ", " ")  # the count, in its table
     assert "nope" in captured.err  # the error, and the shell went on

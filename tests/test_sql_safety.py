@@ -20,7 +20,7 @@ from projections.store import current_store
 from projections.vectors import MANIFEST, vectors_path
 from schemas.events import decode_event
 from schemas.settings import Settings
-from tests.conftest import BIN
+from tests.conftest import BIN, typed
 from tests.test_dispatcher import event
 
 
@@ -126,17 +126,8 @@ def test_the_shell_refuses_writes_too(
     from reverie.shell import run_shell
 
     before = digest(segment)
-    lines = iter(
-        [f"COPY (SELECT 1 AS id) TO '{segment}' (FORMAT parquet);", "select count(*) AS n from events;"]
-    )
-
-    def read_line(prompt: str) -> str:
-        try:
-            return next(lines)
-        except StopIteration:
-            raise EOFError from None
-
-    assert run_shell(settings, read_line) == 0
+    lines = [f"COPY (SELECT 1 AS id) TO '{segment}' (FORMAT parquet);", "select count(*) AS n from events;"]
+    assert run_shell(settings, typed(lines)) == 0
     captured = capsys.readouterr()
     assert "read-only" in captured.err
     assert "│ 3 │" in captured.out.replace(" ", " ")

@@ -9,7 +9,8 @@ import pytest
 from ingest import transcripts
 from ingest.transcripts import BadLine, ImportedEvent, find_transcripts, read_transcript
 from ingest.truncate import MAX_DEPTH
-from schemas import events, kinds
+from reverie.testing import imported_event
+from schemas import events, kinds, observed
 from tests.conftest import TRANSCRIPTS
 
 FILES = find_transcripts(str(TRANSCRIPTS))
@@ -32,7 +33,7 @@ def test_subagent_transcripts_are_found_after_their_sessions() -> None:
 def test_every_transcript_imports_into_valid_events(path: str) -> None:
     items = imported(path)
     assert items
-    decoded = [events.decode_event(i.data) for i in items]
+    decoded = [imported_event(i) for i in items]
     assert all(e.id == i.id for e, i in zip(decoded, items, strict=True))
     assert all(e.source == kinds.SOURCE_IMPORT for e in decoded)
     assert len({e.id for e in decoded}) == len(decoded)
@@ -58,18 +59,18 @@ def test_every_tool_result_becomes_a_tool_event_with_its_call() -> None:
         content = message.get("content") if isinstance(message, dict) else None
         if isinstance(content, list):
             results += sum(1 for b in content if isinstance(b, dict) and b.get("type") == "tool_result")
-    decoded = [events.decode_event(i.data) for i in imported(path)]
+    decoded = [imported_event(i) for i in imported(path)]
     tools = [events.payload_of(e) for e in decoded if e.kind in (kinds.TOOL_USED, kinds.TOOL_FAILED)]
     assert len(tools) == results > 0
-    assert all(isinstance(t, events.ToolRequested) and t.tool_name for t in tools)
+    assert all(isinstance(t, observed.ToolRequested) and t.tool_name for t in tools)
 
 
 def test_prompts_are_what_the_user_typed() -> None:
-    decoded = [events.decode_event(i.data) for f in FILES for i in imported(f)]
+    decoded = [imported_event(i) for f in FILES for i in imported(f)]
     counts = Counter(e.kind for e in decoded)
     assert counts[kinds.PROMPT_SUBMITTED] > 0 and counts[kinds.ASSISTANT_STOPPED] > 0
     prompts = [events.payload_of(e) for e in decoded if e.kind == kinds.PROMPT_SUBMITTED]
-    assert all(isinstance(p, events.PromptSubmitted) and p.prompt and p.prompt.strip() for p in prompts)
+    assert all(isinstance(p, observed.PromptSubmitted) and p.prompt and p.prompt.strip() for p in prompts)
 
 
 def test_unreadable_lines_are_reported_not_fatal(tmp_path: object) -> None:
@@ -105,9 +106,9 @@ def test_a_deeply_nested_line_is_cut_and_the_rest_imports(tmp_path: Path) -> Non
     path = with_lines(tmp_path, {11: tool_result_line("[" * 5000 + '"deep"' + "]" * 5000)})
     items = imported(str(path))
     assert [i.id for i in items] == [i.id for i in imported(str(TRANSCRIPTS / "short.jsonl"))]
-    failed = next(e for e in map(events.decode_event, (i.data for i in items)) if e.kind == kinds.TOOL_FAILED)
+    failed = next(e for e in map(imported_event, items) if e.kind == kinds.TOOL_FAILED)
     typed = events.payload_of(failed)
-    assert isinstance(typed, events.ToolFailed)
+    assert isinstance(typed, observed.ToolFailed)
     error, levels = typed.error, 0
     while isinstance(error, list):
         error, levels = error[0], levels + 1
@@ -128,9 +129,24 @@ def test_a_line_over_max_input_is_cut_or_reported(tmp_path: Path, monkeypatch: p
     items = list(read_transcript(str(path)))
     [bad] = [i for i in items if isinstance(i, BadLine)]
     assert bad.line == 13 and "larger than 4096 bytes" in bad.reason
-    decoded = [events.decode_event(i.data) for i in items if isinstance(i, ImportedEvent)]
+    decoded = [imported_event(i) for i in items if isinstance(i, ImportedEvent)]
     assert len(decoded) == len(imported(str(TRANSCRIPTS / "short.jsonl"))) - 1
     typed = events.payload_of(next(e for e in decoded if e.kind == kinds.PROMPT_SUBMITTED))
-    assert isinstance(typed, events.PromptSubmitted) and typed.prompt
+    assert isinstance(typed, observed.PromptSubmitted) and typed.prompt
     assert typed.prompt.startswith("fix it fix it")
     assert typed.prompt.endswith("…[reverie: the line ran past 4096 bytes: the rest is cut]")
+
+
+def test_a_session_whose_cwd_changes_stays_in_the_project_it_began_in(tmp_path: Path) -> None:
+    lines = (TRANSCRIPTS / "short.jsonl").read_text().splitlines()
+    moved = []
+    for n, line in enumerate(lines):
+        d = json.loads(line)
+        if "cwd" in d:
+            d["cwd"] = str(tmp_path / "app") if n < len(lines) // 2 else str(tmp_path / "app" / "docs")
+        moved.append(json.dumps(d))
+    (tmp_path / "app" / "docs").mkdir(parents=True)
+    path = tmp_path / "elsewhere" / "session.jsonl"  # not under ~/.claude/projects: no key to read
+    path.parent.mkdir()
+    path.write_text("\n".join(moved) + "\n")
+    assert {i.project for i in imported(str(path))} == {str(tmp_path / "app")}

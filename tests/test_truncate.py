@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from ingest import truncate
 from ingest.envelope import encode_event
 from ingest.truncate import EVENT_LIMIT, MAX_DEPTH, STRING_LIMIT, loads, loads_head, truncate_strings
-from schemas import events, kinds
+from schemas import events, kinds, observed
 
 
 def encode(payload: dict[str, Any]) -> bytes:
@@ -37,7 +37,7 @@ def test_a_huge_tool_response_is_cut_to_fit_never_dropped() -> None:
     assert len(data) <= EVENT_LIMIT
     event = events.decode_event(data)
     typed = events.payload_of(event)
-    assert isinstance(typed, events.ToolUsed)
+    assert isinstance(typed, observed.ToolUsed)
     assert typed.tool_name == "Read"
     assert "[reverie: truncated" in typed.tool_response["content"]
 
@@ -88,7 +88,7 @@ def test_nesting_deeper_than_the_limit_becomes_a_marker_without_recursion() -> N
         deep = [deep]
     data = encode({"tool_name": "X", "tool_response": deep, "tool_use_id": "t1"})
     typed = events.payload_of(events.decode_event(data))  # the dispatcher's decoder takes it
-    assert isinstance(typed, events.ToolUsed) and typed.tool_use_id == "t1"
+    assert isinstance(typed, observed.ToolUsed) and typed.tool_use_id == "t1"
     levels, bottom = depth_of(typed.tool_response)
     assert levels == MAX_DEPTH - 1  # the payload is the first level
     assert bottom == f"…[reverie: nesting deeper than {MAX_DEPTH} cut: a list of 1 items]"

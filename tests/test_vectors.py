@@ -20,7 +20,8 @@ from projections.embeddings import EmbeddingCache, Encoder, content_hash, load_e
 from projections.projector import replay
 from projections.store import current_store
 from projections.vectors import Vectors
-from schemas import events, kinds, memory
+from reverie.testing import imported_event
+from schemas import kinds, memory
 from schemas.settings import Settings
 from tests.conftest import BIN, TRANSCRIPTS
 from tests.test_projections import Folding, derived, memory_story, observed
@@ -59,7 +60,7 @@ def encoder() -> Encoder:
 def folded(settings: Settings) -> Iterator[Folding]:
     """The fixture transcripts and a story of every derived kind, folded and published."""
     imported = [
-        events.decode_event(i.data)
+        imported_event(i)
         for f in find_transcripts(str(TRANSCRIPTS))
         for i in read_transcript(f)
         if isinstance(i, ImportedEvent)

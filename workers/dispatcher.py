@@ -20,12 +20,16 @@ import structlog
 from rq import Queue
 
 from ingest.dead_letters import write_dead_letter
+from ingest.emit import append
 from ingest.spool import drain
-from projections.event_log import EventLog, OnQuarantine, Quarantined
+from projections.event_log import EventLog
 from schemas.events import Event, InvalidEvent, decode_event
 from schemas.ids import derived_event_id
+from schemas.kinds import SESSION_ENDED
+from schemas.registry import DERIVED_KINDS
 from schemas.settings import GROUP, QUEUE, STREAM, Settings
 from workers import jobs
+from workers.logs import quarantine_logger
 
 log = structlog.get_logger("reverie.dispatcher")
 
@@ -42,35 +46,12 @@ class Heartbeat(msgspec.Struct, frozen=True):
     at: float
 
 
-def quarantine_logger(logger: structlog.typing.FilteringBoundLogger) -> OnQuarantine:
-    """What says in `logger`'s log that a segment was set aside (the note beside it has the rest)."""
-
-    def warn(note: Quarantined) -> None:
-        logger.warning(
-            "segment.quarantined",
-            segment=note.segment,
-            moved_to=note.moved_to,
-            reason=note.reason,
-            salvaged=note.salvaged,
-            lost=note.lost,
-        )
-
-    return warn
-
-
 def ensure_group(client: "redis.Redis") -> None:
     try:
         client.xgroup_create(STREAM, GROUP, id="0", mkstream=True)
     except redis.ResponseError as e:
         if "BUSYGROUP" not in str(e):
             raise
-
-
-def append_to_stream(client: "redis.Redis", payloads: Sequence[bytes]) -> None:
-    pipe = client.pipeline(transaction=False)
-    for data in payloads:
-        pipe.xadd(STREAM, {"e": data})
-    pipe.execute()
 
 
 class Dispatcher:
@@ -102,6 +83,7 @@ class Dispatcher:
         if removed := self.event_log.recover():
             log.warning("segment.interrupted_write_removed", count=removed)
         self.archived = self.event_log.archived_ids()
+        self._extract_newest()
         log.info("dispatcher.started", consumer=self.consumer, archived=len(self.archived))
 
     def run(self, stop: threading.Event) -> None:
@@ -184,7 +166,7 @@ class Dispatcher:
     def _append_durably(self, batch: Sequence[bytes]) -> None:
         """Append to the stream and wait until the server's append-only file has it on disk:
         the spool files are deleted next."""
-        append_to_stream(self.redis, batch)
+        append(self.redis, batch)
         try:
             synced, _ = self.redis.execute_command("WAITAOF", 1, 0, 1000)  # type: ignore[no-untyped-call]
         except redis.ResponseError as e:  # a shared Redis without an append-only file
@@ -222,13 +204,13 @@ class Dispatcher:
             path = self.event_log.append(list(fresh.values()))
             self.archived.update(fresh)
             self.archived_count += len(fresh)
+            self._extract(path, [(e.id, e.kind, e.session_id) for e in fresh.values()])
         ids = [entry_id for entry_id, _ in entries]
         pipe = self.redis.pipeline(transaction=False)
         pipe.xack(STREAM, GROUP, *ids)
         pipe.xdel(STREAM, *ids)
         pipe.execute()
         if fresh:
-            self.queue.enqueue(jobs.segment_archived, path, len(fresh))
             log.info(
                 "batch.archived", events=len(fresh), entries=len(entries), segment=os.path.basename(path)
             )
@@ -237,3 +219,23 @@ class Dispatcher:
     def beat(self) -> None:
         beat = Heartbeat(self.consumer, os.getpid(), socket.gethostname(), self.archived_count, time.time())
         self.redis.set(HEARTBEAT_PREFIX + self.consumer, msgspec.json.encode(beat), ex=15)
+
+    def _extract_newest(self) -> None:
+        """Extract the newest segment again: a crash may have come between its write and its job
+        (extraction emits the same events twice, kept once)."""
+        segments = self.event_log.segments()
+        columns = ["id", "kind", "session_id"]  # not the payloads: the jobs read those
+        if segments and (newest := self.event_log.read(segments[-1], columns)) is not None:
+            self._extract(
+                segments[-1], list(zip(*(newest.column(c).to_pylist() for c in columns), strict=True))
+            )
+
+    def _extract(self, segment: str, events: list[tuple[str, str, str | None]]) -> None:
+        """Have a worker extract what the observed events of `segment` (id, kind, session) teach,
+        and the episode of each session they end."""
+        if observed := [event_id for event_id, kind, _ in events if kind not in DERIVED_KINDS]:
+            jobs.enqueue_extraction(self.queue, segment, observed)
+        for session_id in sorted(
+            {session for _, kind, session in events if kind == SESSION_ENDED and session}
+        ):
+            jobs.enqueue_episode(self.queue, self.settings.event_log_dir, session_id)

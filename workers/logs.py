@@ -7,9 +7,12 @@ and counted, never raised: no process of the stack dies because its log could no
 
 import logging
 import sys
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import structlog
+
+if TYPE_CHECKING:
+    from projections.event_log import OnQuarantine, Quarantined
 
 _SHARED: list[structlog.typing.Processor] = [
     structlog.contextvars.merge_contextvars,
@@ -65,3 +68,19 @@ def configure_logging(json: bool, level: int = logging.INFO) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
+
+
+def quarantine_logger(logger: structlog.typing.FilteringBoundLogger) -> "OnQuarantine":
+    """What says in `logger`'s log that a segment was set aside (the note beside it has the rest)."""
+
+    def warn(note: "Quarantined") -> None:
+        logger.warning(
+            "segment.quarantined",
+            segment=note.segment,
+            moved_to=note.moved_to,
+            reason=note.reason,
+            salvaged=note.salvaged,
+            lost=note.lost,
+        )
+
+    return warn

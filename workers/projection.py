@@ -9,7 +9,7 @@ import structlog
 from projections.projector import Projector, prune_stores
 from projections.store import lock_projections
 from schemas.settings import Settings
-from workers.dispatcher import quarantine_logger
+from workers.logs import quarantine_logger
 
 log = structlog.get_logger("reverie.projector")
 

@@ -4,10 +4,17 @@ RQ's own loop quits when Redis is unreachable at start or is lost mid-way; the s
 then restart the process after an ever longer pause (up to 30 s). This runs RQ's loop again
 in process, once the server answers, until the worker is asked to stop (SIGINT or SIGTERM, which
 RQ handles: a job under way finishes first).
+
+RQ forks its scheduler (which the retries wait on) and a work horse per job: each dies with the
+worker, so a worker killed outright leaves no process behind (Linux; elsewhere they end when
+they next find the worker gone).
 """
 
+import ctypes
 import os
+import signal
 import socket
+import sys
 import threading
 from typing import Any
 
@@ -31,9 +38,29 @@ class _Worker(Worker):
         super().request_stop(signum, frame)  # type: ignore[no-untyped-call]
 
 
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parents() -> None:
+    """Have every child this process forks (and theirs) killed when its parent ends."""
+    forking = [0]
+
+    def before() -> None:
+        forking[0] = os.getpid()
+
+    def in_child() -> None:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != forking[0]:  # the parent ended before we asked
+            os._exit(1)
+
+    os.register_at_fork(before=before, after_in_child=in_child)
+
+
 def run_worker(settings: Settings, stop: threading.Event) -> None:
     """Work on the queue until `stop` is set, starting RQ's loop again whenever it quits while
     Redis is away."""
+    if sys.platform == "linux":
+        _die_with_parents()
     rounds = 0
     while not stop.is_set():
         if not is_up(settings):
@@ -47,7 +74,7 @@ def run_worker(settings: Settings, stop: threading.Event) -> None:
         worker = _Worker([Queue(QUEUE, connection=client)], connection=client, name=name)
         worker.stopped = stop
         try:
-            worker.work(logging_level="INFO")
+            worker.work(logging_level="INFO", with_scheduler=True)  # RQ's retries wait on it
         except (OSError, ValueError) as e:  # lost Redis while starting or stopping
             log.warning("worker.interrupted", error=str(e))
         if not stop.is_set():

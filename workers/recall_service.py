@@ -16,24 +16,22 @@ import os
 import socketserver
 import threading
 import time
-from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
 import structlog
 
-from ingest.envelope import encode_event
+from ingest.emit import Emitter
 from projections.embeddings import load_encoder
 from projections.recall import context
 from projections.recall.memories import Memories
 from projections.recall.pipeline import Overdue, Recall, Recaller
 from projections.vectors import Vectors, vectors_path
 from schemas.files import private_directory, write_durably
-from schemas.ids import new_event_id
 from schemas.kinds import MEMORY_RETRIEVED, SOURCE_WORKER
+from schemas.observed import MemoryRetrieved
 from schemas.recall import REQUEST_LIMIT, RecallRequest
 from schemas.settings import Settings
-from workers.dispatcher import append_to_stream
 from workers.redis_client import connect
 
 log = structlog.get_logger("reverie.recall")
@@ -97,24 +95,16 @@ class RecallService:
 
     def _feed_back(self, found: Recall, request: RecallRequest) -> None:
         """Append the recall as a memory.retrieved event; a recall never fails for want of it."""
-        now = datetime.now(UTC).isoformat()
-        payload = {
-            "query": found.prompt,
-            "results": [r.memory_id for r in found.results],
-            "scores": [r.score for r in found.results],
-            "session_id": request.session_id,
-        }
-        data = encode_event(
-            MEMORY_RETRIEVED,
-            payload,
-            event_id=new_event_id(),
-            ts=now,
-            recorded_at=now,
-            project=request.project or "",
-            source=SOURCE_WORKER,
+        retrieved = MemoryRetrieved(
+            query=found.prompt,
+            results=[r.memory_id for r in found.results],
+            scores=[r.score for r in found.results],
         )
         try:
-            append_to_stream(self.redis, [data])
+            with Emitter(self.redis, SOURCE_WORKER) as out:
+                out.emit(
+                    MEMORY_RETRIEVED, retrieved, project=request.project or "", session_id=request.session_id
+                )
         except Exception as e:  # Redis away: the recall still answers
             log.warning("retrieval.not_recorded", error=str(e))
 

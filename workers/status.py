@@ -7,6 +7,8 @@ from typing import Any
 import msgspec
 import redis
 from rq import Worker
+from rq.job import Job
+from rq.registry import FailedJobRegistry
 from rq.worker import BaseWorker
 
 from ingest.dead_letters import count_dead_letters
@@ -14,7 +16,7 @@ from ingest.spool import spooled
 from projections.event_log import EventLog, Quarantined
 from projections.store import current_store
 from projections.vectors import MANIFEST, vectors_path
-from schemas.settings import GROUP, STREAM, Settings
+from schemas.settings import GROUP, QUEUE, STREAM, Settings
 from workers.dispatcher import HEARTBEAT_PREFIX, Heartbeat
 from workers.redis_client import connect
 from workers.supervisor import running_pid
@@ -29,6 +31,15 @@ class WorkerState(msgspec.Struct, frozen=True):
     name: str
     state: str
     last_heartbeat: str | None
+
+
+class FailedJob(msgspec.Struct, frozen=True):
+    """A job that failed every try, as RQ's failed-job registry keeps it."""
+
+    id: str
+    description: str
+    error: str  # the last line of its traceback
+    failed_at: str | None
 
 
 class StackStatus(msgspec.Struct, frozen=True, kw_only=True):
@@ -47,6 +58,8 @@ class StackStatus(msgspec.Struct, frozen=True, kw_only=True):
     vectors_published_at: float | None = None  # when the embedder last published what it holds
     dispatchers: list[Heartbeat] = []
     workers: list[WorkerState] = []
+    failed_jobs: int = 0
+    newest_failed_jobs: list[FailedJob] = []  # the newest few, with their errors
     disk_free: int | None = None  # bytes free for the data directory
     disk_full: bool = False  # too little to write a segment, a snapshot, a spooled event
     redis_write_error: str | None = None  # the server cannot write its append-only file
@@ -103,6 +116,26 @@ def _may_live(worker: BaseWorker) -> bool:
     return True
 
 
+def _failed_jobs(client: "redis.Redis", newest: int = 5) -> tuple[int, list[FailedJob]]:
+    registry = FailedJobRegistry(QUEUE, connection=client)
+    ids = registry.get_job_ids(0, newest - 1, desc=True)
+    failed = []
+    for job in Job.fetch_many(ids, connection=client):
+        if job is None:
+            continue
+        result = job.latest_result()
+        trace = (result.exc_string if result else None) or ""
+        failed.append(
+            FailedJob(
+                job.id,
+                job.description or job.func_name or job.id,
+                trace.strip().splitlines()[-1] if trace.strip() else "unknown",
+                job.ended_at.isoformat() if job.ended_at else None,
+            )
+        )
+    return registry.count, failed
+
+
 def _redis_write_error(client: "redis.Redis") -> str | None:
     """Why the server refuses writes, if it does (its disk is full)."""
     info: dict[str, Any] = client.info("persistence")
@@ -139,6 +172,7 @@ def stack_status(settings: Settings) -> StackStatus:
             [msgspec.json.decode(v, type=Heartbeat) for v in client.mget(beat_keys) if v] if beat_keys else []
         )
         write_error = _redis_write_error(client)
+        failed_count, failed = _failed_jobs(client)
         workers = [
             WorkerState(
                 w.name, str(w.get_state()), w.last_heartbeat.isoformat() if w.last_heartbeat else None
@@ -157,4 +191,6 @@ def stack_status(settings: Settings) -> StackStatus:
         dispatchers=beats,
         workers=workers,
         redis_write_error=write_error,
+        failed_jobs=failed_count,
+        newest_failed_jobs=failed,
     )

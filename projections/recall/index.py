@@ -49,6 +49,9 @@ Mask = npt.NDArray[np.bool_]
 Floats = npt.NDArray[np.float64]
 
 
+GLOBAL = -1  # the project code of a memory that holds in every project
+
+
 class _Column(Generic[Item]):
     """An array rows are appended to; a view taken before an append stays as it was."""
 
@@ -113,6 +116,10 @@ class Scope:
         average = float(self._session_length[in_scope].mean()) if self._sessions else 1.0
         self._session_norm = K1 * (1 - B + B * self._session_length / max(average, 1e-9))
         self._bm25: dict[tuple[tuple[int, int], ...], Floats] = {}
+
+    def holding(self, memory_ids: list[str]) -> list[str]:
+        """Those of `memory_ids` whose rows are in this scope."""
+        return [m for m, row in self.rows.rows_of(memory_ids).items() if self.mask[row]]
 
     def bm25(self, text: str) -> Floats:
         """Each row's BM25 score for `text` (0 outside the scope)."""
@@ -193,11 +200,12 @@ class Rows:
         self.before, self.after = _neighbours(self)
 
     def scope(self, project: str | None, as_of: datetime | None = None, span: Window | None = None) -> Scope:
-        """The live rows of `project` (None: all), of `as_of` or before, inside `span`."""
+        """The live rows of `project` and the global ones (None: all), of `as_of` or before,
+        inside `span`."""
         mask = self.alive.copy()
         if project is not None:
             code = self.projects.get(project)
-            mask &= self.project == code if code is not None else np.zeros_like(mask)
+            mask &= (self.project == GLOBAL) | (self.project == code if code is not None else False)
         if as_of is not None:
             mask &= self.ts <= _micros(as_of)
         if span is not None:
@@ -366,7 +374,7 @@ class MemoryIndex:
     @staticmethod
     def _code(codes: dict[str, int], name: str | None) -> int:
         if name is None:
-            return -1
+            return GLOBAL
         return codes.setdefault(name, len(codes))
 
 

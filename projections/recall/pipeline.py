@@ -262,7 +262,7 @@ class Recaller:
         _note(found, rows.ids[scope.nearest(cosines, self.depth)], "semantic")
         for scores, _ in fulltext:
             _note(found, rows.ids[scope.matching(scores, self.depth)], "fulltext")
-        _note(found, facts, "graph")
+        _note(found, scope.holding(facts), "graph")  # what shares an entity may be another project's
         sessions_found = np.argsort(-sessions)[:_SESSIONS]
         sessions_found = sessions_found[sessions[sessions_found] > 0]
         in_sessions = scope.mask & rows.turn & np.isin(rows.session, sessions_found)

@@ -1,0 +1,396 @@
+"""Coding memory: can reverie answer what a developer asks later about past Claude Code sessions?
+
+In the spirit of CodeMemo (questions over Claude Code transcripts). The questions
+(benchmarks/coding_memory_questions.json, six categories: factual, debugging, architecture,
+temporal, convention, cross-session) are about the fixture transcripts in
+../shared/fixtures/claude-code/transcripts: which error was hit and what fixed it, which tool
+or library the project uses, what was decided and why, which file holds what, what the user
+asked for, what came first or last, what spans both big sessions. Each names the transcript
+lines that hold its answer (file, 1-based line) and an answer pattern, a case-insensitive
+regex matching a text that holds the answer; before anything starts, every evidence line is
+checked to match its pattern, and no question may match its own.
+
+Starts a stack (`reverie up`) on a scratch data directory, imports the transcripts through the
+real path (`reverie import`, which waits for archiving), waits until the stack has settled (the
+stream read, no job queued or running, every segment of the log folded into the published
+projections, every memory text embedded, all of it unchanged over a few polls), then, for every
+question, in the project of the transcript holding its first evidence line (a transcript's
+project is its cwd: the two big sessions ran in two worktrees, so they are two projects):
+
+- top5: asks the warm recall service over its socket (`reverie recall`'s request) and checks
+  the pattern against the texts of the 5 best memories;
+- injected: runs the real `reverie hook UserPromptSubmit` with the question as the prompt and
+  the transcript's cwd, and checks the pattern against the context it prints for Claude Code
+  (its additionalContext, entities read back), a pause apart as a person types.
+
+All top-5 questions are asked before any hook runs: the hook records its prompt, which becomes
+a memory of the project. Prints one JSON line: questions, hits per category for both, how many
+hooks printed a context (and how many of those were the project's profile, the fallback when
+the service is late), and per question [id, top5, injected]; a summary on stderr.
+
+    python benchmarks/coding_memory.py [--home DIR] [--questions FILE] [--pause 1]
+
+The stack is heavy on a small machine: run one such job at a time (`flock /tmp/heavy.lock ...`).
+"""
+
+import argparse
+import contextlib
+import html
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import msgspec
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+
+from rq import Queue  # noqa: E402
+
+from ingest.context import ask  # noqa: E402
+from ingest.project import project_of  # noqa: E402
+from projections import sql  # noqa: E402
+from projections.event_log import EventLog  # noqa: E402
+from schemas.fence import guarded  # noqa: E402
+from schemas.kinds import HOOK_CONTEXT_LIMIT  # noqa: E402
+from schemas.prompt import gist  # noqa: E402
+from schemas.settings import QUEUE, Settings  # noqa: E402
+from workers.redis_client import connect  # noqa: E402
+from workers.status import stack_status  # noqa: E402
+
+TRANSCRIPTS = os.path.join(HERE, "..", "..", "shared", "fixtures", "claude-code", "transcripts")
+QUESTIONS = os.path.join(HERE, "coding_memory_questions.json")
+CATEGORIES = ("factual", "debugging", "architecture", "temporal", "convention", "cross-session")
+TOP_K = 5
+SETTLED_POLLS = 3  # the same state this many polls in a row, POLL_S apart
+POLL_S = 2.0
+
+
+class Evidence(msgspec.Struct, frozen=True):
+    file: str  # a transcript's basename
+    line: int  # 1-based
+
+
+class Question(msgspec.Struct, frozen=True):
+    id: str
+    category: str
+    question: str
+    answer_pattern: str
+    evidence: list[Evidence]
+    note: str = ""
+
+    def answered_by(self, text: str) -> bool:
+        return re.search(self.answer_pattern, text, re.IGNORECASE) is not None
+
+
+class Outcome(msgspec.Struct, frozen=True):
+    question: Question
+    top5: bool
+    injected: bool
+
+
+def load_questions(path: str) -> list[Question]:
+    with open(path, "rb") as f:
+        questions = msgspec.json.decode(f.read(), type=list[Question])
+    unknown = {q.category for q in questions} - set(CATEGORIES)
+    assert not unknown, f"unknown categories: {unknown}"
+    return questions
+
+
+def transcript_paths(root: str) -> dict[str, str]:
+    """Each transcript's basename -> its path (subagents' transcripts included)."""
+    return {
+        name: os.path.join(folder, name)
+        for folder, _, files in os.walk(root)
+        for name in files
+        if name.endswith(".jsonl")
+    }
+
+
+def _strings(value: object) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)
+
+
+def check_labels(questions: list[Question], root: str) -> None:
+    """Every evidence line holds text the answer pattern matches, and no question matches its
+    own pattern (the hook records each question as a memory)."""
+    paths = transcript_paths(root)
+    lines: dict[str, list[str]] = {}
+    for q in questions:
+        assert not q.answered_by(q.question), f"{q.id}: the question gives its answer away"
+        for e in q.evidence:
+            if e.file not in lines:
+                with open(paths[e.file], encoding="utf-8") as f:
+                    lines[e.file] = f.readlines()
+            text = "\n".join(_strings(json.loads(lines[e.file][e.line - 1])))
+            assert q.answered_by(text), f"{q.id}: {e.file}:{e.line} does not hold the answer"
+
+
+def transcript_cwds(root: str) -> dict[str, str]:
+    """Each transcript's basename -> the working directory its lines name (the first one)."""
+    cwds = {}
+    for name, path in transcript_paths(root).items():
+        with open(path, encoding="utf-8") as f:
+            cwd = next((c for c in (json.loads(line).get("cwd") for line in f) if c), None)
+        if cwd:
+            cwds[name] = cwd
+    return cwds
+
+
+def stack_env(home: str) -> dict[str, str]:
+    """This environment for the stack and the hook: its own data directory, its own server, and
+    the project named by the payload's cwd alone."""
+    dropped = {"REDIS_URL", "CLAUDE_PROJECT_DIR"}
+    return {k: v for k, v in os.environ.items() if k not in dropped} | {"REVERIE_HOME": home}
+
+
+def wait_for(what: str, check: Callable[[], object], timeout_s: float, every_s: float = 0.5) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        if time.monotonic() > deadline:
+            raise TimeoutError(what)
+        time.sleep(every_s)
+
+
+def import_transcripts(reverie: str, env: dict[str, str], root: str) -> None:
+    began = time.perf_counter()
+    done = subprocess.run([reverie, "import", root], env=env, capture_output=True, text=True, timeout=1_800)
+    assert done.returncode == 0, done.stderr
+    first = done.stdout.strip().splitlines()[:1]
+    print(f"imported in {time.perf_counter() - began:.1f} s: {' '.join(first)}", file=sys.stderr)
+
+
+def _idle_jobs(settings: Settings) -> bool:
+    queue = Queue(QUEUE, connection=connect(settings))
+    registries = (queue.started_job_registry, queue.scheduled_job_registry, queue.deferred_job_registry)
+    return queue.count == 0 and all(r.count == 0 for r in registries)
+
+
+def _projected_and_embedded(settings: Settings) -> tuple[int, int] | None:
+    """(segments, memories) when every segment of the log is folded into the published
+    projections and every memory text is embedded; else None."""
+    segments = {os.path.basename(p) for p in EventLog(settings.event_log_dir).segments()}
+    try:
+        with sql.connect(settings, snapshot_required=True) as db:
+            folded = {
+                name for (name,) in db.execute("SELECT name FROM projections.folded_segments").fetchall()
+            }
+            [(memories, missing)] = db.execute(
+                "SELECT count(*), count(*) FILTER (e.memory_id IS NULL) FROM memory_documents m"
+                " LEFT JOIN embedded e USING (memory_id, content_hash)"
+            ).fetchall()
+    except sql.NoSnapshot:
+        return None
+    return (len(segments), int(memories)) if segments <= folded and not missing else None
+
+
+def settled_state(settings: Settings) -> tuple[int, int, int] | None:
+    """What the stack holds (events archived, segments, memories) when it has nothing left to
+    do; None while it is still busy."""
+    status = stack_status(settings)
+    if not status.reachable or status.lag or status.pending or status.spooled:
+        return None
+    if not _idle_jobs(settings):
+        return None
+    held = _projected_and_embedded(settings)
+    return (status.archived, *held) if held else None
+
+
+def wait_until_settled(settings: Settings, timeout_s: float = 3_600) -> tuple[int, int, int]:
+    """The stack's state once it stayed settled and unchanged SETTLED_POLLS polls in a row: a
+    job that ends sends derived events, which are archived, folded and embedded in turn."""
+    deadline = time.monotonic() + timeout_s
+    seen: list[tuple[int, int, int] | None] = []
+    while len(seen) < SETTLED_POLLS or len(set(seen[-SETTLED_POLLS:])) != 1 or seen[-1] is None:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the stack did not settle within {timeout_s} s (last: {seen[-1:]})")
+        seen.append(settled_state(settings))
+        time.sleep(POLL_S)
+    state = seen[-1]
+    assert state is not None
+    return state
+
+
+def recalled_texts(settings: Settings, prompt: str, project: str) -> list[str]:
+    """The texts of the TOP_K best memories the warm service recalls for `prompt` in `project`."""
+    request = {"prompt": gist(prompt), "project": project, "limit": TOP_K, "deadline_s": 10.0}
+    answer = ask(settings.recall_socket_path, request, 30.0)
+    assert "recall" in answer, answer
+    return [str(r["text"]) for r in answer["recall"]["results"][:TOP_K]]
+
+
+def hook_context(reverie: str, env: dict[str, str], prompt: str, cwd: str) -> str:
+    """The context `reverie hook UserPromptSubmit` prints for Claude Code to inject, as printed
+    (fenced, escaped); "" for nothing."""
+    payload = {"session_id": "bench-q", "hook_event_name": "UserPromptSubmit", "cwd": cwd, "prompt": prompt}
+    done = subprocess.run(
+        [reverie, "hook", "UserPromptSubmit"],
+        input=json.dumps(payload).encode(),
+        env=env,
+        capture_output=True,
+    )
+    assert done.returncode == 0, done.stderr
+    out = done.stdout.decode()
+    try:
+        return str(json.loads(out)["hookSpecificOutput"]["additionalContext"]) if out.strip() else ""
+    except (ValueError, KeyError, TypeError):
+        return out
+
+
+def from_profile(settings: Settings, project: str, context: str) -> bool:
+    """Whether `context` is the project's profile, the hook's fallback when the service is late."""
+    try:
+        with open(settings.profile_path(project), encoding="utf-8") as f:
+            return context == guarded(f.read(HOOK_CONTEXT_LIMIT), HOOK_CONTEXT_LIMIT)
+    except OSError:
+        return False
+
+
+def cwd_of(question: Question, cwds: dict[str, str]) -> str:
+    """The working directory of the transcript that holds the question's (first) evidence."""
+    return cwds[question.evidence[0].file]
+
+
+def project_asked(question: Question, cwds: dict[str, str]) -> str:
+    """The project the question is asked in: the hook's, from that working directory."""
+    return project_of({"cwd": cwd_of(question, cwds)}, {})
+
+
+def ask_service(settings: Settings, questions: list[Question], cwds: dict[str, str]) -> list[bool]:
+    """Whether each question's answer is among the texts of its top TOP_K memories."""
+    wait_for("the recall service listens", lambda: os.path.exists(settings.recall_socket_path), 300)
+    for _ in range(3):  # the first answers load the baseline and warm the caches
+        recalled_texts(settings, questions[0].question, project_asked(questions[0], cwds))
+    hits = []
+    for q in questions:
+        texts = recalled_texts(settings, q.question, project_asked(q, cwds))
+        hits.append(any(q.answered_by(t) for t in texts))
+    return hits
+
+
+class HookRuns(msgspec.Struct):
+    hits: list[bool]
+    printed: int = 0  # hooks that printed a context
+    from_profile: int = 0  # of which the project's profile: the service was late
+
+
+def run_hooks(
+    reverie: str,
+    settings: Settings,
+    questions: list[Question],
+    cwds: dict[str, str],
+    pause_s: float,
+) -> HookRuns:
+    """Whether each hook's context holds the answer (its entities read back: the fence escapes
+    `&`, `<` and `>`), and where the contexts came from."""
+    runs = HookRuns(hits=[])
+    env = stack_env(settings.home)
+    for q in questions:
+        time.sleep(pause_s)  # a person types: the stack folds and embeds the prompt before
+        context = hook_context(reverie, env, q.question, cwd_of(q, cwds))
+        runs.printed += bool(context)
+        runs.from_profile += from_profile(settings, project_asked(q, cwds), context)
+        runs.hits.append(bool(context) and q.answered_by(html.unescape(context)))
+    return runs
+
+
+def tally(outcomes: list[Outcome], which: Callable[[Outcome], bool]) -> dict[str, int]:
+    counts = {c: sum(which(o) for o in outcomes if o.question.category == c) for c in CATEGORIES}
+    return counts | {"all": sum(which(o) for o in outcomes)}
+
+
+def report(outcomes: list[Outcome], hooks: HookRuns) -> dict[str, Any]:
+    per_category = {c: sum(o.question.category == c for o in outcomes) for c in CATEGORIES}
+    top5, injected = tally(outcomes, lambda o: o.top5), tally(outcomes, lambda o: o.injected)
+    for c in (*CATEGORIES, "all"):
+        n = per_category.get(c, len(outcomes))
+        print(f"{c:>13}: {n:3d} questions  top-5 {top5[c]:3d}  injected {injected[c]:3d}", file=sys.stderr)
+    print(
+        f"the hook printed a context for {hooks.printed} of {len(outcomes)} prompts"
+        f" ({hooks.from_profile} of them the project's profile)",
+        file=sys.stderr,
+    )
+    return {
+        "benchmark": "coding_memory",
+        "questions": len(outcomes),
+        "top5": top5,
+        "injected": injected,
+        "hook_printed": hooks.printed,
+        "hook_from_profile": hooks.from_profile,
+        "per_question": [[o.question.id, o.top5, o.injected] for o in outcomes],
+    }
+
+
+@contextlib.contextmanager
+def running_stack(reverie: str, env: dict[str, str], settings: Settings) -> Iterator[None]:
+    """`reverie up` in a subprocess for the time of a with block."""
+    stack = subprocess.Popen([reverie, "up"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for("the stack is up", lambda: (s := stack_status(settings)).reachable and s.dispatchers, 120)
+        yield
+    finally:
+        stack.terminate()
+        stack.wait(120)
+
+
+@contextlib.contextmanager
+def data_directory(kept: str | None) -> Iterator[str]:
+    """`kept`, or a scratch directory removed afterwards."""
+    home = kept or tempfile.mkdtemp(prefix="rv-coding-")
+    try:
+        yield home
+    finally:
+        if not kept:
+            shutil.rmtree(home, ignore_errors=True)
+
+
+def evaluate(
+    reverie: str, home: str, questions: list[Question], transcripts: str, pause_s: float
+) -> dict[str, Any]:
+    settings = Settings(home)
+    env = stack_env(home)
+    cwds = transcript_cwds(transcripts)
+    with running_stack(reverie, env, settings):
+        import_transcripts(reverie, env, transcripts)
+        archived, segments, memories = wait_until_settled(settings)
+        print(f"settled: {archived} events, {segments} segments, {memories} memories", file=sys.stderr)
+        top5 = ask_service(settings, questions, cwds)
+        hooks = run_hooks(reverie, settings, questions, cwds, pause_s)
+    outcomes = [Outcome(q, t, i) for q, t, i in zip(questions, top5, hooks.hits, strict=True)]
+    return report(outcomes, hooks) | {"memories": memories}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--home", help="keep the data directory here, and reuse it (import adds nothing new)")
+    parser.add_argument("--questions", default=QUESTIONS, help="a questions file (JSON list)")
+    parser.add_argument("--transcripts", default=TRANSCRIPTS, help="the transcripts folder")
+    parser.add_argument("--pause", type=float, default=1.0, help="seconds before each hook run")
+    args = parser.parse_args()
+    reverie = shutil.which("reverie", path=os.path.dirname(sys.executable))
+    assert reverie, "reverie is not installed beside this python"
+    questions = load_questions(args.questions)
+    check_labels(questions, args.transcripts)
+    with data_directory(args.home) as home:
+        result = evaluate(reverie, home, questions, os.path.abspath(args.transcripts), args.pause)
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,197 @@
+"""`emit`: how every producer but the hook appends an event to the stream.
+
+The hook stays standard-library only, for speed: it builds the same JSON through
+ingest/envelope.py and sends it over its own connection. Everything else (the import, the
+recall service's feedback, the workers that think, the command line) emits through an
+`Emitter`, so every event is made one way:
+
+- checked against the registry of kinds (schemas/registry.py) as it is made: an unknown kind,
+  a payload of another kind's Struct, a derived event without causes or without a worker
+  fails at once, in the producer, with the reason (`Rejected`);
+- redacted and cut like the hook's (`envelope.encode_event`);
+- sent pipelined, `batch` events per round trip.
+
+A derived event's id is a function of the worker, its version, the kind, the events it came
+from and what it says (its `key`, by default its payload), and its time is its newest cause's:
+a job run twice, or on two machines at once, emits the same ids, and the dispatcher keeps one
+of each. An observed event takes a fresh id unless its producer derives one (the import does,
+from the transcript's lines).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from ingest.envelope import Rejected, encode_event
+from schemas.ids import derived_event_id, id_time_ms, new_event_id
+from schemas.registry import KINDS
+from schemas.settings import STREAM
+
+if TYPE_CHECKING:
+    import redis
+
+__all__ = ["Emitter", "Rejected", "Worker", "append", "encode"]
+
+
+class Worker(msgspec.Struct, frozen=True):
+    """A worker that thinks, as its derived events name it: bump `version` when what it
+    derives from the same causes changes."""
+
+    name: str
+    version: int
+
+
+def _iso(ts: datetime | str) -> str:
+    return ts if isinstance(ts, str) else ts.astimezone(UTC).isoformat()
+
+
+def _newest_cause(caused_by: Sequence[str]) -> int:
+    try:
+        return max(id_time_ms(cause) for cause in caused_by)
+    except (ValueError, KeyError):
+        raise Rejected(f"caused_by must hold event ids, got {list(caused_by)!r}") from None
+
+
+def _checked(kind: str, payload: msgspec.Struct | Mapping[str, Any]) -> dict[str, Any]:
+    """The payload as JSON-ready builtins, once it is known to fit `kind`."""
+    spec = KINDS.get(kind)
+    if spec is None:
+        raise Rejected(f"unknown event kind {kind!r}; the kinds are in schemas/registry.py")
+    if isinstance(payload, msgspec.Struct):
+        if type(payload) is not spec.payload:
+            raise Rejected(f"{kind} carries a {spec.payload.__name__}, not a {type(payload).__name__}")
+        builtins: dict[str, Any] = msgspec.to_builtins(payload)
+        return builtins
+    if spec.derived:
+        raise Rejected(f"{kind} is derived: its payload is a {spec.payload.__name__}")
+    try:  # what was observed is kept whole (unknown fields too), once its known fields check
+        msgspec.convert(payload, spec.payload, strict=False)
+    except msgspec.ValidationError as e:
+        raise Rejected(f"{kind} payload: {e}") from None
+    return dict(payload)
+
+
+def _digest(body: dict[str, Any]) -> str:
+    return hashlib.blake2b(msgspec.json.encode(body), digest_size=16).hexdigest()
+
+
+def encode(
+    kind: str,
+    payload: msgspec.Struct | Mapping[str, Any],
+    *,
+    project: str,
+    source: str,
+    session_id: str | None = None,
+    agent: str | None = None,
+    caused_by: Sequence[str] = (),
+    ts: datetime | str | None = None,
+    event_id: str | None = None,
+    worker: Worker | None = None,
+    key: str | None = None,
+    recorded_at: datetime | str | None = None,
+) -> tuple[str, bytes]:
+    """An event's id and wire form (see the module's docstring); raises Rejected."""
+    body = _checked(kind, payload)
+    if KINDS[kind].derived:
+        if not caused_by or worker is None:
+            raise Rejected(f"{kind} is derived: it needs the worker and the events it came from (caused_by)")
+        if event_id is not None:
+            raise Rejected(f"{kind} is derived: its id follows from its worker and causes, it is not given")
+        newest = _newest_cause(caused_by)
+        said = key if key is not None else _digest(body)
+        event_id = derived_event_id(newest, worker.name, str(worker.version), kind, said, *sorted(caused_by))
+        ts = ts or datetime.fromtimestamp(newest / 1000, UTC)
+    now = datetime.now(UTC)
+    event_id = event_id or new_event_id()
+    data = encode_event(
+        kind,
+        body,
+        event_id=event_id,
+        ts=_iso(ts or now),
+        recorded_at=_iso(recorded_at or now),
+        project=project,
+        source=source,
+        caused_by=list(caused_by),
+        session_id=session_id,
+        agent=agent,
+    )
+    return event_id, data
+
+
+def append(client: redis.Redis, encoded: Sequence[bytes]) -> None:
+    """Append events already encoded to the stream, in one round trip: the Emitter's sending,
+    and the dispatcher's for what the hooks spooled."""
+    pipe = client.pipeline(transaction=False)
+    for data in encoded:
+        pipe.xadd(STREAM, {"e": data})
+    pipe.execute()
+
+
+class Emitter:
+    """One producer's way to the stream: `emit` queues an event, `flush` sends what is queued
+    (every `batch` events, and on leaving a `with` block without an error)."""
+
+    def __init__(
+        self, client: redis.Redis, source: str, worker: Worker | None = None, batch: int = 500
+    ) -> None:
+        self.client = client
+        self.source = source
+        self.worker = worker
+        self.batch = batch
+        self.queued: list[bytes] = []
+        self.sent = 0
+
+    def emit(
+        self,
+        kind: str,
+        payload: msgspec.Struct | Mapping[str, Any],
+        *,
+        project: str,
+        session_id: str | None = None,
+        agent: str | None = None,
+        caused_by: Sequence[str] = (),
+        ts: datetime | str | None = None,
+        event_id: str | None = None,
+        key: str | None = None,
+    ) -> str:
+        """Queue one event; its id. Raises Rejected if it cannot be an event (nothing is queued)."""
+        event_id, data = encode(
+            kind,
+            payload,
+            project=project,
+            source=self.source,
+            session_id=session_id,
+            agent=agent,
+            caused_by=caused_by,
+            ts=ts,
+            event_id=event_id,
+            worker=self.worker,
+            key=key,
+        )
+        self.queued.append(data)
+        if len(self.queued) >= self.batch:
+            self.flush()
+        return event_id
+
+    def flush(self) -> int:
+        """Send what is queued; how many."""
+        queued, self.queued = self.queued, []
+        if queued:
+            append(self.client, queued)
+            self.sent += len(queued)
+        return len(queued)
+
+    def __enter__(self) -> Emitter:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        if error is None:
+            self.flush()

@@ -1,0 +1,64 @@
+"""The dynamics of memory: recalls and every use of a memory (activation), tiers, communities."""
+
+from projections.folds.base import json_list, latest
+from schemas import kinds
+
+TABLES = """
+CREATE TABLE retrievals (
+    event_id VARCHAR PRIMARY KEY, session_id VARCHAR, project VARCHAR, ts TIMESTAMPTZ,
+    query VARCHAR, results VARCHAR[], scores DOUBLE[]
+);
+CREATE TABLE activation_log (  -- activation.recorded events, and each memory a recall returned
+    event_id VARCHAR, memory_id VARCHAR, activated_at TIMESTAMPTZ, cause VARCHAR, weight DOUBLE,
+    PRIMARY KEY (event_id, memory_id)
+);
+CREATE TABLE tiers (memory_id VARCHAR PRIMARY KEY, tier VARCHAR, since TIMESTAMPTZ, updated_by VARCHAR);
+CREATE TABLE communities (
+    community_id VARCHAR PRIMARY KEY, members VARCHAR[], label VARCHAR, detected_at TIMESTAMPTZ,
+    updated_by VARCHAR
+);
+"""
+
+FOLDS: list[tuple[str, str]] = [
+    (
+        "retrievals",
+        f"""
+        INSERT INTO retrievals
+        SELECT id, session_id, project, ts, payload->>'query', {json_list("results")},
+            coalesce(TRY_CAST(payload->'scores' AS DOUBLE[]), [])
+        FROM batch WHERE kind = '{kinds.MEMORY_RETRIEVED}'
+        """,
+    ),
+    (
+        "activation_log",
+        f"""
+        INSERT INTO activation_log
+        SELECT id, payload->>'memory_id', coalesce(TRY_CAST(payload->>'at' AS TIMESTAMPTZ), ts),
+            coalesce(payload->>'cause', 'retrieved'), coalesce(TRY_CAST(payload->>'weight' AS DOUBLE), 1.0)
+        FROM batch WHERE kind = '{kinds.ACTIVATION_RECORDED}'
+        UNION ALL  -- every recalled memory was used then (spaced repetition)
+        SELECT DISTINCT id, unnest({json_list("results")}), ts, 'recalled', 1.0
+        FROM batch WHERE kind = '{kinds.MEMORY_RETRIEVED}'
+        """,
+    ),
+    (
+        "tiers",
+        f"""
+        INSERT INTO tiers SELECT k, payload->>'to_tier', ts, id FROM {latest(kinds.TIER_PROMOTED, "memory_id")}
+        ON CONFLICT (memory_id) DO UPDATE SET tier = excluded.tier, since = excluded.since,
+            updated_by = excluded.updated_by
+        WHERE excluded.updated_by > tiers.updated_by
+        """,
+    ),
+    (
+        "communities",
+        f"""
+        INSERT INTO communities
+        SELECT k, list_sort({json_list("members")}), coalesce(payload->>'label', ''), ts, id
+        FROM {latest(kinds.COMMUNITY_DETECTED, "community_id")}
+        ON CONFLICT (community_id) DO UPDATE SET members = excluded.members, label = excluded.label,
+            detected_at = excluded.detected_at, updated_by = excluded.updated_by
+        WHERE excluded.updated_by > communities.updated_by
+        """,
+    ),
+]

@@ -1,0 +1,98 @@
+"""The payloads of the observed kinds: what Claude Code's hooks, the import and reverie's own
+front doors record, as msgspec Structs.
+
+They tolerate what real hooks send across CLI versions: unknown fields are ignored, missing
+ones take defaults, and `null` is accepted wherever a CLI has been seen to send it.
+"""
+
+from typing import Any
+
+import msgspec
+
+
+class HookPayload(msgspec.Struct, kw_only=True):
+    """Fields every Claude Code hook payload carries (some only in newer CLIs)."""
+
+    session_id: str | None = None
+    transcript_path: str | None = None
+    cwd: str | None = None
+    hook_event_name: str | None = None
+    permission_mode: str | None = None
+    agent_id: str | None = None
+    agent_type: str | None = None
+
+
+class SessionStarted(HookPayload, kw_only=True):
+    source: str | None = None  # startup, resume, clear, compact
+    model: str | None = None
+
+
+class SessionEnded(HookPayload, kw_only=True):
+    reason: str | None = None
+
+
+class PromptSubmitted(HookPayload, kw_only=True):
+    prompt: str | None = None
+
+
+class ToolRequested(HookPayload, kw_only=True):
+    tool_name: str | None = None
+    tool_input: dict[str, Any] | None = None
+    tool_use_id: str | None = None
+
+
+class ToolUsed(ToolRequested, kw_only=True):
+    tool_response: Any = None
+
+
+class ToolFailed(ToolRequested, kw_only=True):
+    error: Any = None
+    is_interrupt: bool | None = None
+
+
+class PermissionRequested(ToolRequested, kw_only=True):
+    permission_suggestions: list[Any] | None = None
+
+
+class AssistantStopped(HookPayload, kw_only=True):
+    stop_hook_active: bool | None = None
+    last_assistant_message: str | None = None
+
+
+class SubagentStarted(HookPayload, kw_only=True):
+    pass
+
+
+class SubagentStopped(AssistantStopped, kw_only=True):
+    agent_transcript_path: str | None = None
+
+
+class CompactionStarted(HookPayload, kw_only=True):
+    trigger: str | None = None  # manual, auto
+    custom_instructions: str | None = None
+
+
+class CompactionFinished(HookPayload, kw_only=True):
+    trigger: str | None = None
+    compact_summary: str | None = None
+
+
+class Notification(HookPayload, kw_only=True):
+    message: str | None = None
+    title: str | None = None
+    notification_type: str | None = None
+
+
+class MemoryRemembered(msgspec.Struct, kw_only=True):
+    """Something the user or agent asked reverie to remember, explicitly."""
+
+    text: str
+    tags: list[str] = []
+
+
+class MemoryRetrieved(msgspec.Struct, kw_only=True):
+    """A recall and what it returned, in rank order."""
+
+    query: str
+    results: list[str] = []
+    scores: list[float] = []

@@ -1,0 +1,307 @@
+"""Extraction runs as RQ jobs the dispatcher enqueues per archived batch, and appends derived
+events; a job that fails every try is named in `reverie status` with its error."""
+
+import functools
+import json
+import os
+import subprocess
+from datetime import UTC, datetime
+
+import fakeredis
+import msgspec
+import pytest
+from rq import Queue
+
+from ingest.emit import append
+from ingest.transcripts import ImportedEvent, find_transcripts, read_transcript
+from projections.event_log import EventLog
+from reverie.testing import imported_event, make_event
+from schemas import kinds, memory
+from schemas.events import Event
+from schemas.ids import new_event_id
+from schemas.settings import QUEUE, Settings
+from tests.conftest import BIN, TRANSCRIPTS, Stack, run_hook, wait_for
+from workers.dispatcher import Dispatcher
+from workers.extraction.derive import derive
+from workers.extraction.episodes import episodes
+from workers.extraction.files import entity_id, file_entities
+from workers.jobs import enqueue_extraction, extract_batch
+from workers.redis_client import connect
+
+NOW = datetime.now(UTC)
+
+
+def tool(path: str, project: str = "/home/u/app", kind: str = kinds.TOOL_USED, name: str = "Read") -> Event:
+    return make_event(
+        kind, {"tool_name": name, "tool_input": {"file_path": path}}, id=new_event_id(), ts=NOW,
+        recorded_at=NOW, project=project, source="test", session_id="s",
+    )  # fmt: skip
+
+
+def test_each_file_a_batch_names_is_one_entity_of_its_project_with_the_events_that_name_it() -> None:
+    read, edit = (
+        tool("/home/u/app/src/db.py"),
+        tool("/home/u/app/src/db.py", kind=kinds.TOOL_FAILED, name="Edit"),
+    )
+    other_project = tool("/home/u/lib/src/db.py", project="/home/u/lib")
+    outside = tool("/etc/hosts")
+    prompt = make_event(
+        kinds.PROMPT_SUBMITTED, {"prompt": "look at /home/u/app/x.py"}, id=new_event_id(), ts=NOW,
+        recorded_at=NOW, project="/home/u/app", source="test",
+    )  # fmt: skip
+
+    searched = make_event(
+        kinds.TOOL_USED,
+        {"tool_name": "Grep", "tool_input": {"pattern": "x", "path": "/home/u/app/lib"}},
+        id=new_event_id(),
+        ts=NOW,
+        recorded_at=NOW,
+        project="/home/u/app",
+        source="test",
+    )  # a folder searched is no file
+    vendored = tool("/home/u/app/deps/plug/lib/plug.ex")  # nor is what the project vendors or builds
+
+    found = {(project, entity.name): (entity, causes) for entity, project, causes in file_entities(
+        [read, edit, other_project, outside, prompt, searched, vendored]
+    )}  # fmt: skip
+
+    assert sorted(found) == [
+        ("/home/u/app", "/etc/hosts"),
+        ("/home/u/app", "src/db.py"),
+        ("/home/u/lib", "src/db.py"),
+    ]
+    entity, causes = found[("/home/u/app", "src/db.py")]
+    assert entity.type == "file" and causes == sorted([read.id, edit.id])
+    assert entity.entity_id == entity_id("file", "src/db.py", "/home/u/app")
+    assert entity.entity_id != found[("/home/u/lib", "src/db.py")][0].entity_id
+
+
+def test_the_dispatcher_enqueues_one_extraction_per_batch_of_observed_events(settings: Settings) -> None:
+    client = fakeredis.FakeRedis()
+    dispatcher = Dispatcher(settings, client, consumer="test", block_ms=10)
+    dispatcher.start()
+    observed = [tool(f"/home/u/app/f{n}.py") for n in range(3)]
+    append(client, [msgspec.json.encode(e) for e in observed])
+    dispatcher.archive(dispatcher.read(">"))
+    [job] = Queue(QUEUE, connection=client).jobs
+    assert job.func_name == "workers.jobs.extract_batch" and sorted(job.args[1]) == sorted(
+        e.id for e in observed
+    )
+    assert job.retries_left == 2
+
+    extract_batch(job.args[0], job.args[1], client)  # what a worker does: three entities, derived
+    dispatcher.archive(dispatcher.read(">"))
+    assert len(Queue(QUEUE, connection=client).jobs) == 1  # derived events are not extracted again
+
+
+@pytest.mark.integration
+def test_a_file_the_agent_reads_becomes_an_entity_that_says_why(stack: Stack, env: dict[str, str]) -> None:
+    payload = {
+        "session_id": "s-files", "hook_event_name": "PostToolUse", "cwd": "/tmp", "tool_name": "Read",
+        "tool_input": {"file_path": "/tmp/src/settings.py"}, "tool_response": {"content": "DEBUG = False"},
+    }  # fmt: skip
+    assert run_hook(json.dumps(payload).encode(), env).returncode == 0
+    rows = wait_for(
+        lambda: stack.query(
+            "SELECT e.type, e.name, p.caused_by, h.kind FROM entities e "
+            "JOIN provenance p ON p.subject = e.entity_id JOIN events h ON h.id = p.caused_by"
+        ),
+        timeout=60,
+        what="the file's entity, folded",
+    )
+    assert rows == [("file", "src/settings.py", rows[0][2], kinds.TOOL_USED)]
+
+
+@pytest.mark.integration
+def test_a_job_that_fails_every_try_is_named_in_status_with_its_error(
+    stack: Stack, env: dict[str, str]
+) -> None:
+    queue = Queue(QUEUE, connection=connect(stack.settings))
+    elsewhere = os.path.join(stack.settings.home, "another-machine", "seg-0.parquet")
+    job = enqueue_extraction(queue, elsewhere, [new_event_id()], retry_after_s=[1, 1])
+
+    def failed() -> list[dict[str, str]]:
+        result = subprocess.run(
+            [str(BIN), "status", "--json"], env=env, capture_output=True, text=True, timeout=30
+        )
+        return list(json.loads(result.stdout)["newest_failed_jobs"])
+
+    [shown] = wait_for(failed, timeout=60, what="the job, failed three times")
+    assert shown["id"] == job.id and "share the stack's data directory" in shown["error"]
+    job.refresh()  # type: ignore[no-untyped-call]
+    assert job.retries_left == 0 and job.is_failed  # tried three times
+    human = subprocess.run([str(BIN), "status"], env=env, capture_output=True, text=True, timeout=30)
+    assert "failed jobs" in human.stdout and "seg-0.parquet" in human.stdout
+
+
+def bash(command: str, stdout: str, kind: str = kinds.TOOL_USED, project: str = "/home/u/app") -> Event:
+    payload = {"tool_name": "Bash", "tool_input": {"command": command}, "tool_response": {"stdout": stdout}}
+    return make_event(
+        kind,
+        payload,
+        id=new_event_id(),
+        ts=NOW,
+        recorded_at=NOW,
+        project=project,
+        source="test",
+        session_id="s",
+    )
+
+
+def prompt(text: str, project: str = "/home/u/app") -> Event:
+    return make_event(
+        kinds.PROMPT_SUBMITTED, {"prompt": text}, id=new_event_id(), ts=NOW, recorded_at=NOW, project=project,
+        source="test", session_id="s",
+    )  # fmt: skip
+
+
+@functools.cache
+def fixture_events() -> list[Event]:
+    """Every event the import makes of the fixture transcripts."""
+    found = find_transcripts(str(TRANSCRIPTS))
+    items = [i for path in found for i in read_transcript(path)]
+    return [imported_event(i) for i in items if isinstance(i, ImportedEvent)]
+
+
+def facts_of(events: list[Event]) -> list[memory.FactAsserted]:
+    return [d.payload for d in derive(events) if isinstance(d.payload, memory.FactAsserted)]
+
+
+def test_a_commit_git_took_is_a_fact_of_its_project_and_one_it_refused_is_none() -> None:
+    message = "git commit -m \"$(cat <<'EOF'\nfeat: trace LiveView events\n\nAdd spans for mount.\nEOF\n)\""
+    refused = bash(message, "mix format failed", kind=kinds.TOOL_FAILED)
+    taken = bash(message, "[main 1a2b3c4] feat: trace LiveView events\n 2 files changed")
+    [fact] = facts_of([refused, taken])
+    assert fact.description == "Commit 1a2b3c4 on main: feat: trace LiveView events\nAdd spans for mount."
+    assert (fact.relation, fact.category, fact.network, fact.memory_type) == (
+        "created", "decisions", "experience", "episodic"
+    )  # fmt: skip
+    assert fact.valid_at == NOW and fact.dimensions.where == "main"
+
+
+@pytest.mark.parametrize(
+    ("said", "relation", "category"),
+    [
+        ("From now on, run mix format before every commit.", "prefers", "patterns"),
+        ("Let's use Oban for the background jobs", "decided_for", "decisions"),
+        ("remember that the staging database listens on 5433", "learned_that", "context"),
+    ],
+)
+def test_what_the_user_states_is_a_fact_of_its_project(said: str, relation: str, category: str) -> None:
+    [fact] = facts_of([prompt(said)])
+    assert (fact.relation, fact.category, fact.memory_type) == (relation, category, "semantic")
+    assert fact.description[0].isupper() and fact.description.rstrip(".").lower() in said.lower()
+
+
+def test_nothing_is_stated_by_wrappers_code_or_claude_codes_own_prompts() -> None:
+    noise = [
+        prompt("<command-name>/compact</command-name><command-args>always keep the tests</command-args>"),
+        prompt("```\nalways run this\n```"),
+        prompt("Your task is to create a detailed summary of the conversation so far. Always be thorough."),
+        prompt("the tests always fail on CI"),
+        prompt("Never give up! Let's keep going. Remember to take breaks. Always here to help."),
+        prompt("Never had a chance to visit it, we'll keep pushing each other"),
+    ]
+    assert facts_of(noise) == []
+
+
+def test_a_fact_is_the_same_whichever_batch_or_run_derives_it() -> None:
+    said = prompt("Let's use Oban for the background jobs")
+    first, again = facts_of([said]), facts_of([said, prompt("unrelated words")])
+    assert [f.fact_id for f in first] == [f.fact_id for f in again]
+    assert facts_of([prompt("Let's use Oban for the background jobs", project="/home/u/other")])[
+        0
+    ].fact_id != (first[0].fact_id)
+
+
+@pytest.mark.integration
+def test_a_rule_the_user_states_becomes_a_fact_of_the_project(
+    stack: Stack, env: dict[str, str], tmp_path: "os.PathLike[str]"
+) -> None:
+    project = os.path.realpath(str(tmp_path))
+    said = {
+        "session_id": "s-rule", "hook_event_name": "UserPromptSubmit", "cwd": project,
+        "prompt": "From now on, run mix format before every commit.",
+    }  # fmt: skip
+    assert run_hook(json.dumps(said).encode(), env | {"CLAUDE_PROJECT_DIR": project}).returncode == 0
+    rows = wait_for(
+        lambda: stack.query("SELECT relation, description, project, category FROM facts"),
+        timeout=60,
+        what="the rule, a fact",
+    )
+    assert rows == [("prefers", "From now on, run mix format before every commit", project, "patterns")]
+    texts = stack.query("SELECT project FROM memory_texts WHERE kind = 'fact'")
+    assert texts == [(project,)]
+
+
+def test_a_compaction_summary_gives_its_errors_with_their_fixes_and_its_key_concepts() -> None:
+    events = fixture_events()
+    facts = facts_of(events)
+    errors = [f for f in facts if f.category == "errors"]
+    by_text = {f.description.split(":", 1)[0]: f for f in errors}
+    # the first summary of ae4a77f8's session: nine errors, one left unsolved
+    assert by_text["BadMapError in OTEL processor config"].relation == "solved_by"
+    assert "flat traces_exporter: :stdout" in by_text["BadMapError in OTEL processor config"].description
+    assert by_text["Dialyzer false positive (UNRESOLVED)"].relation == "blocked_by"
+    assert len(errors) == 15 and all(f.network == "experience" for f in errors)
+    stack = [f.description for f in facts if f.category == "stack"]
+    assert (
+        "AshSqlite migrations via mix ash.codegen" in stack and len(stack) == len(set(stack)) + 1
+    )  # bd twice
+    assert all("**" not in f.description and "`" not in f.description for f in facts)
+
+
+def test_each_session_is_one_episode_with_its_goal_what_was_done_and_its_outcome() -> None:
+    events = fixture_events()
+    drawn = {episode.session_id: episode for episode, _, _ in episodes(events)}
+    finished = drawn["fa812bfe-b295-4cca-9c2f-fdf01028cb46"]
+    assert finished.title == "Work on bead spotter-a0y" and finished.outcome == "success"
+    assert "feat: add transcript tail adapter and live tail workers (spotter-a0y.3)" in finished.summary
+    assert "Single-session transcript bootstrap sync" in finished.summary  # its compaction summary's intent
+    project = next(e.project for e in events if e.session_id == finished.session_id)
+    assert entity_id("file", "lib/spotter/services/active_session_registry.ex", project) in finished.entities
+    assert drawn["ae4a77f8-aedd-4bc1-888f-c94edc91af04"].outcome == "partial"  # a Dialyzer warning unresolved
+    assert all(e.summary.endswith(f"Outcome: {e.outcome}") for e in drawn.values())
+
+
+def test_the_dispatcher_enqueues_the_episode_of_each_session_a_batch_ends(settings: Settings) -> None:
+    client = fakeredis.FakeRedis()
+    dispatcher = Dispatcher(settings, client, consumer="test", block_ms=10)
+    dispatcher.start()
+    ended = make_event(
+        kinds.SESSION_ENDED, {"reason": "logout"}, id=new_event_id(), ts=NOW, recorded_at=NOW, project="/p",
+        source="test", session_id="s-ended",
+    )  # fmt: skip
+    append(client, [msgspec.json.encode(ended), msgspec.json.encode(tool("/home/u/app/a.py"))])
+    dispatcher.archive(dispatcher.read(">"))
+    jobs = {job.func_name: job.args for job in Queue(QUEUE, connection=client).jobs}
+    assert jobs["workers.jobs.extract_session"] == (settings.event_log_dir, "s-ended")
+    assert "workers.jobs.extract_batch" in jobs
+
+
+@pytest.mark.integration
+def test_an_imported_session_becomes_an_episode(stack: Stack, env: dict[str, str]) -> None:
+    short = str(TRANSCRIPTS / "short.jsonl")
+    result = subprocess.run([str(BIN), "import", short], env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    [(title, outcome, summary)] = wait_for(
+        lambda: stack.query("SELECT title, outcome, summary FROM episodes"), timeout=60, what="the episode"
+    )
+    assert (
+        title
+        and summary.startswith(f"Goal: {title}")
+        and outcome in ("success", "failure", "partial", "unknown")
+    )
+
+
+def test_a_dispatcher_starting_over_a_log_extracts_its_newest_segment_again(settings: Settings) -> None:
+    """A crash between a segment's write and its job's enqueue loses no extraction."""
+    log = EventLog(settings.event_log_dir)
+    log.append([tool("/home/u/app/old.py")])
+    newest = [tool("/home/u/app/a.py"), tool("/home/u/app/b.py")]
+    segment = log.append(newest)
+    client = fakeredis.FakeRedis()
+    Dispatcher(settings, client, consumer="test", block_ms=10).start()
+    [job] = Queue(QUEUE, connection=client).jobs
+    path, ids = job.args
+    assert (path, sorted(ids)) == (segment, sorted(e.id for e in newest))

@@ -1,0 +1,131 @@
+"""One episode per session: its goal, what was done, and how it ended.
+
+The title is the goal: the first thing the user asked (its first sentence), or what a
+compaction summary says the user's primary request was. The summary says what was done (the
+commits git took, the files changed, the errors the summaries name) and the outcome: a session
+that committed and left no error unresolved succeeded, one that committed but left an error
+unresolved is partial, one whose last test or build failed and committed nothing failed.
+"""
+
+import hashlib
+import re
+from collections.abc import Iterator
+
+import msgspec
+
+from schemas import kinds, memory
+from schemas.events import Event
+from schemas.registry import DERIVED_KINDS
+from schemas.text import clean, is_noise
+from workers.extraction.commits import commits
+from workers.extraction.files import entity_id, mentions
+from workers.extraction.summaries import bullets
+
+_FIRST_SENTENCE = re.compile(r"^.{8,160}?(?:[.!?](?=\s|$)|\n|$)", re.S)
+_INTENT = re.compile(r"Primary Request and Intent:\s*\n\s*(?:[-*]\s*)?(?P<intent>[^\n]{20,})")
+_CHECKS = re.compile(
+    r"\b(?:pytest|jest|vitest|mix test|cargo test|go test|npm (?:run )?test|make|tox|ruff|mypy)\b"
+)
+_EDITS = {"Edit", "Write", "MultiEdit", "NotebookEdit"}
+_LISTED = 5  # commits and files named in the summary
+
+
+def episode_id(project: str, session_id: str) -> str:
+    digest = hashlib.blake2b(f"{project}\0{session_id}".encode(), digest_size=10).hexdigest()
+    return f"episode:{digest}"
+
+
+def _text(event: Event, field: str) -> str:
+    value = msgspec.json.decode(event.payload).get(field)
+    return value if isinstance(value, str) else ""
+
+
+def _goal(events: list[Event]) -> str | None:
+    for event in events:
+        if event.kind != kinds.PROMPT_SUBMITTED or event.agent != "main":
+            continue
+        if not is_noise(prompt := _text(event, "prompt")):
+            sentence = _FIRST_SENTENCE.match(clean(prompt))
+            return (sentence.group() if sentence else clean(prompt)[:160]).strip().rstrip(".!?")
+    return None
+
+
+def _intent(events: list[Event]) -> str | None:
+    for event in events:
+        if event.kind in (kinds.SUBAGENT_STOPPED, kinds.COMPACTION_FINISHED):
+            text = _text(event, "last_assistant_message") or _text(event, "compact_summary")
+            if found := _INTENT.search(text):
+                return found.group("intent").strip()
+    return None
+
+
+def _failed_last_check(events: list[Event]) -> bool:
+    checks = [
+        e for e in events
+        if e.kind in (kinds.TOOL_USED, kinds.TOOL_FAILED)
+        and _CHECKS.search(str((msgspec.json.decode(e.payload).get("tool_input") or {}).get("command") or ""))
+    ]  # fmt: skip
+    return bool(checks) and checks[-1].kind == kinds.TOOL_FAILED
+
+
+def _edited(events: list[Event]) -> list[str]:
+    edits = [e for e in events if msgspec.json.decode(e.payload).get("tool_name") in _EDITS]
+    return list(dict.fromkeys(m.path for m in mentions(edits)))
+
+
+def episodes(events: list[Event]) -> Iterator["Drawn"]:
+    """The episode of each session among `events` (all of its events): the episode, its project,
+    and the events it was drawn from."""
+    by_session: dict[str, list[Event]] = {}
+    for event in sorted(events, key=lambda e: (e.ts, e.id)):
+        if event.session_id and event.kind not in DERIVED_KINDS:
+            by_session.setdefault(event.session_id, []).append(event)
+    for session_id, session in by_session.items():
+        if (found := _episode(session_id, session)) is not None:
+            yield found
+
+
+Drawn = tuple[memory.EpisodeRecorded, str, tuple[str, ...]]
+
+
+def _episode(session_id: str, session: list[Event]) -> Drawn | None:
+    goal = _goal(session)
+    if goal is None:
+        return None
+    project = session[0].project
+    taken = list({c.sha: c for c in commits(session)}.values())
+    errors = [b for b in bullets(session) if b.section == "errors"]
+    unsolved = [b for b in errors if not b.solved]
+    edited = _edited(session)
+    outcome: memory.Outcome
+    if taken:
+        outcome = "partial" if unsolved else "success"
+    elif _failed_last_check(session):
+        outcome = "failure"
+    else:
+        outcome = "unknown"
+    lines = [f"Goal: {_intent(session) or goal}"]
+    if taken:
+        lines.append("Commits: " + _listed([c.subject for c in taken], "; "))
+    if edited:
+        lines.append("Files changed: " + _listed(edited, ", "))
+    if errors:
+        lines.append(f"Errors met: {len(errors)}, {len(unsolved)} left unresolved")
+    lines.append(f"Outcome: {outcome}")
+    recorded = memory.EpisodeRecorded(
+        episode_id=episode_id(project, session_id),
+        session_id=session_id,
+        title=goal,
+        summary="\n".join(lines),
+        started_at=session[0].ts,
+        ended_at=session[-1].ts,
+        outcome=outcome,
+        entities=[entity_id("file", path, project) for path in edited],
+    )
+    causes = tuple(dict.fromkeys([session[0].id, *(c.event_id for c in taken), session[-1].id]))
+    return recorded, project, causes
+
+
+def _listed(items: list[str], separator: str) -> str:
+    more = f" and {len(items) - _LISTED} more" if len(items) > _LISTED else ""
+    return separator.join(items[:_LISTED]) + more

@@ -1,0 +1,75 @@
+"""The files a session's tools read and changed, as `file` entities of their project."""
+
+import hashlib
+import os
+import re
+from collections.abc import Iterable, Iterator
+
+import msgspec
+
+from schemas import kinds
+from schemas.events import Event
+from schemas.memory import EntityObserved
+
+_PATH_FIELDS = ("file_path", "notebook_path", "path")
+_SEARCHES = {"Glob", "Grep", "LS"}  # their `path` is a folder to search, not a file
+_TOOL_KINDS = (kinds.TOOL_USED, kinds.TOOL_FAILED)
+# what a project builds or vendors, not its own files
+_NOT_ITS_OWN = re.compile(
+    r"(?:^|/)(?:_build|node_modules|deps|\.venv|venv|dist|target|__pycache__|\.git)(?:/|$)"
+)
+
+
+class Mention(msgspec.Struct, frozen=True):
+    """A file an event names, within its project."""
+
+    project: str
+    path: str  # relative to the project's root when inside it, else as the tool gave it
+    event_id: str
+
+
+def entity_id(entity_type: str, normalized_name: str, project: str = "") -> str:
+    """The id of an entity: the same thing, named the same way, in the same project is one."""
+    digest = hashlib.blake2b(f"{project}\0{normalized_name}".encode(), digest_size=10).hexdigest()
+    return f"{entity_type}:{digest}"
+
+
+def _relative(path: str, project: str) -> str:
+    if os.path.isabs(path) and os.path.isabs(project):
+        inside = os.path.relpath(os.path.normpath(path), project)
+        if not inside.startswith(os.pardir):
+            return inside
+    return os.path.normpath(path)
+
+
+def mentions(events: Iterable[Event]) -> Iterator[Mention]:
+    """Every file of its project the tool uses among `events` name (the input's path fields)."""
+    for event in events:
+        if event.kind not in _TOOL_KINDS:
+            continue
+        payload = msgspec.json.decode(event.payload)
+        tool_input = payload.get("tool_input")
+        if not isinstance(tool_input, dict):
+            continue
+        fields = _PATH_FIELDS[:2] if payload.get("tool_name") in _SEARCHES else _PATH_FIELDS
+        for path in (tool_input.get(field) for field in fields):
+            if isinstance(path, str) and path.strip() not in ("", "."):
+                relative = _relative(path.strip(), event.project)
+                if not _NOT_ITS_OWN.search(relative):
+                    yield Mention(event.project, relative, event.id)
+
+
+def file_entities(events: Iterable[Event]) -> Iterator[tuple[EntityObserved, str, list[str]]]:
+    """Each file named among `events`, once: the entity, its project, and the events naming it."""
+    named: dict[tuple[str, str], list[str]] = {}
+    for mention in mentions(events):
+        named.setdefault((mention.project, mention.path), []).append(mention.event_id)
+    for (project, path), causes in sorted(named.items()):
+        entity = EntityObserved(
+            entity_id=entity_id("file", path, project),
+            type="file",
+            name=path,
+            normalized_name=path,
+            properties={"project": project},
+        )
+        yield entity, project, sorted(set(causes))
