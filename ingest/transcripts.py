@@ -32,6 +32,7 @@ class ImportedEvent(msgspec.Struct, frozen=True):
     project: str
     session_id: str | None
     payload: dict[str, Any]
+    line: int = 0  # the transcript's line it comes from, from 1 (a subagent's end: its last line)
 
 
 class BadLine(msgspec.Struct, frozen=True):
@@ -76,11 +77,14 @@ class _Transcript:
         self.cwd: str | None = None
         self.project: str | None = None  # a session belongs to one project: where it began
         self.tool_calls: dict[str, dict[str, Any]] = {}
-        self.last_words: tuple[str, str, str] | None = None  # (timestamp, line uuid, text)
+        self.last_words: tuple[str, str, str, int] | None = None  # (timestamp, line uuid, text, line)
         self.first: tuple[str, str] | None = None  # (timestamp, line uuid)
         self.last: tuple[str, str] | None = None
+        self.number = 0  # of the line being read
 
-    def event(self, kind: str, timestamp: str, seed: str, **fields: Any) -> ImportedEvent:
+    def event(
+        self, kind: str, timestamp: str, seed: str, line: int | None = None, **fields: Any
+    ) -> ImportedEvent:
         payload = {
             "session_id": self.session_id,
             "transcript_path": self.path,
@@ -92,7 +96,9 @@ class _Transcript:
         event_id = derived_event_id(_ms(timestamp), "transcript", self.session_id or "", seed, kind)
         if self.project is None:
             self.project = project_of({"transcript_path": self.path, "cwd": self.cwd}, {})
-        return ImportedEvent(event_id, kind, timestamp, self.project, self.session_id, payload)
+        return ImportedEvent(
+            event_id, kind, timestamp, self.project, self.session_id, payload, line or self.number
+        )
 
     def line(self, d: dict[str, Any]) -> Iterator[ImportedEvent]:
         timestamp, uuid = d.get("timestamp"), d.get("uuid")
@@ -123,7 +129,7 @@ class _Transcript:
             if block.get("type") == "tool_use" and isinstance(block.get("id"), str):
                 self.tool_calls[block["id"]] = block
         if text := _text(blocks):
-            self.last_words = (timestamp, uuid, text)
+            self.last_words = (timestamp, uuid, text, self.number)
 
     def user(
         self, d: dict[str, Any], blocks: list[dict[str, Any]], timestamp: str, uuid: str
@@ -161,9 +167,9 @@ class _Transcript:
 
     def turn_ended(self) -> Iterator[ImportedEvent]:
         if self.last_words is not None:
-            timestamp, uuid, text = self.last_words
+            timestamp, uuid, text, line = self.last_words
             self.last_words = None
-            yield self.event(kinds.ASSISTANT_STOPPED, timestamp, uuid, last_assistant_message=text)
+            yield self.event(kinds.ASSISTANT_STOPPED, timestamp, uuid, line, last_assistant_message=text)
 
     def finish(self) -> Iterator[ImportedEvent]:
         if self.agent_id and self.last is not None:
@@ -210,8 +216,38 @@ def read_transcript(path: str) -> Iterator[ImportedEvent | BadLine]:
         for number, (raw, whole) in enumerate(_lines(f), 1):
             if not raw.strip():
                 continue
+            transcript.number = number
             try:
                 yield from transcript.line(_parse(raw, whole))
             except (ValueError, TypeError, KeyError, AttributeError) as e:
                 yield BadLine(path, number, f"{type(e).__name__}: {e}", raw)
     yield from transcript.finish()
+
+
+# what tells the moment a hook recorded among a transcript's events, by kind
+_SAME_MOMENT = {
+    kinds.TOOL_USED: "tool_use_id",
+    kinds.TOOL_FAILED: "tool_use_id",
+    kinds.PROMPT_SUBMITTED: "prompt",
+    kinds.ASSISTANT_STOPPED: "last_assistant_message",
+    kinds.SUBAGENT_STOPPED: "last_assistant_message",
+}
+
+
+def locate(path: str, event_id: str, kind: str, payload: dict[str, Any]) -> int | None:
+    """The line (from 1) of the transcript at `path` that an event comes from: the line the
+    import reads the event from, or, for an event a hook recorded, the line of the same tool
+    call, prompt or last words. None if the file holds no such line (or cannot be read)."""
+    field = _SAME_MOMENT.get(kind)
+    said = payload.get(field) if field else None
+    try:
+        for item in read_transcript(path):
+            if not isinstance(item, ImportedEvent):
+                continue
+            if item.id == event_id or (
+                item.kind == kind and said is not None and item.payload.get(field or "") == said
+            ):
+                return item.line
+    except OSError:
+        return None
+    return None

@@ -142,6 +142,16 @@ def _parser() -> argparse.ArgumentParser:
     )
     recall.add_argument("--explain", action="store_true", help="every component of each score")
     recall.add_argument("--json", action="store_true", help="the whole recall as JSON")
+    why = sub.add_parser(
+        "why",
+        help="where a fact, an entity or an episode comes from, down to the transcript's line",
+        description="Shows what memory holds under ID (a fact, an entity, an episode; a prefix only it "
+        "has will do), the derived events that made and changed it (asserted, reconsolidated, "
+        "superseded...), the events each came from, and the transcript file and line that record "
+        "those. Reads the projections' last snapshot and the event log.",
+    )
+    why.add_argument("id", help="e.g. fact:9c4aa661d8, file:2b7e…, episode:…")
+    why.add_argument("--json", action="store_true", help="the whole answer as one JSON object")
     sub.add_parser("serve", help="(Procfile) run the warm recall service on a unix socket")
     sub.add_parser("server", help="(Procfile) run the embedded Redis-compatible server in the foreground")
     dispatch = sub.add_parser("dispatch", help="(Procfile) run the dispatcher: stream -> event log")
@@ -211,6 +221,10 @@ def run(argv: list[str]) -> int:
             dedup=args.dedup,
         )
         return recalling.recall(request, "json" if args.json else "table", args.explain)
+    if args.command == "why":
+        from reverie import explaining
+
+        return explaining.explain(args.id, args.json)
     if args.command == "import":
         from reverie import importing
 

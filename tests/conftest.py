@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from schemas import kinds
 from schemas.settings import Settings
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
@@ -84,6 +85,10 @@ def run_hook(payload: bytes, env: dict[str, str], *args: str) -> subprocess.Comp
     return subprocess.run([str(BIN), "hook", *args], input=payload, env=env, capture_output=True, timeout=60)
 
 
+# what the hooks and the import recorded, as SQL over `events`
+RECORDED = f"source IN ('{kinds.SOURCE_CLAUDE_CODE}', '{kinds.SOURCE_IMPORT}')"
+
+
 class Stack:
     """`reverie up` as a real process tree: embedded server, dispatcher, RQ worker."""
 
@@ -113,6 +118,12 @@ class Stack:
         from workers.status import stack_status
 
         return stack_status(self.settings).archived
+
+    def recorded(self) -> int:
+        """How many archived events the hooks and the import recorded (not what the stack's
+        own workers and recall service derived from them)."""
+        [(count,)] = self.query(f"select count(*) from events where {RECORDED}")
+        return int(count)
 
     def query(self, sql: str) -> list[tuple[Any, ...]]:
         from projections.sql import connect

@@ -390,7 +390,7 @@ def test_a_damaged_segment_never_stops_the_stack(stack: Stack, env: dict[str, st
     settings = stack.settings
     for i in range(5):
         assert run_hook(prompt(f"before {i}"), env).returncode == 0
-    wait_for(lambda: stack.archived() == 5, what="5 archived events")
+    wait_for(lambda: stack.archived() >= 5, what="5 archived events")
     log = EventLog(settings.event_log_dir)
     newest = log.segments()[-1]
     damage_column(newest, "id", at=0)
@@ -437,7 +437,7 @@ def test_an_extraction_job_reads_what_a_segment_damaged_since_it_was_written_sti
     damaged = log.append(reads)
     damage_column(damaged, "payload", at=0.7)
 
-    emitted = extract_batch(damaged, [e.id for e in reads], fakeredis.FakeRedis())
+    emitted = extract_batch(damaged, [e.id for e in reads], fakeredis.FakeRedis(), settings)
 
     kept = set(ids_in(damaged))
     assert 0 < len(kept) == notes(log)[os.path.basename(damaged)].salvaged < len(reads)

@@ -21,7 +21,7 @@ from ingest.redact import redact, redact_text
 from ingest.truncate import cut
 from schemas.kinds import HOOK_KINDS
 from schemas.settings import QUEUE, STREAM, Settings
-from tests.conftest import BIN, TRANSCRIPTS, Stack, fixture_payloads, run_hook, wait_for
+from tests.conftest import BIN, RECORDED, TRANSCRIPTS, Stack, fixture_payloads, run_hook, wait_for
 from workers.supervisor import running_pid
 
 pytestmark = pytest.mark.integration
@@ -57,8 +57,10 @@ def test_every_fixture_payload_is_archived_with_its_fields(stack: Stack, env: di
     with ThreadPoolExecutor(4) as pool:
         results = list(pool.map(lambda p: run_hook(json.dumps(p[1]).encode(), env), payloads))
     assert all(r.returncode == 0 and r.stdout == b"" for r in results)
-    wait_for(lambda: stack.archived() == len(payloads), what=f"{len(payloads)} archived events")
-    stored = stack.query("select kind, session_id, agent, source, payload::varchar from events")
+    wait_for(lambda: stack.recorded() == len(payloads), what=f"{len(payloads)} archived events")
+    stored = stack.query(
+        f"select kind, session_id, agent, source, payload::varchar from events where {RECORDED}"
+    )
     expected = sorted(
         (HOOK_KINDS[p["hook_event_name"]], p["session_id"], p.get("agent_id", "main"), "claude-code",
          canonical(redact(p, text=lambda s: cut(s, clean=redact_text))))
@@ -78,9 +80,10 @@ def test_eight_concurrent_hook_processes_lose_nothing(stack: Stack, env: dict[st
     with ThreadPoolExecutor(8) as pool:
         codes = [c for batch in pool.map(hook_a_hundred, range(8)) for c in batch]
     assert codes == [0] * 800
-    wait_for(lambda: stack.archived() == 800, timeout=60, what="800 archived events")
+    wait_for(lambda: stack.recorded() == 800, timeout=60, what="800 archived events")
     [(count, distinct_ids, distinct_prompts)] = stack.query(
-        "select count(*), count(distinct id), count(distinct payload->>'prompt') from events"
+        "select count(*), count(distinct id), count(distinct payload->>'prompt') "
+        f"from events where {RECORDED}"
     )
     assert count == distinct_ids == distinct_prompts == 800
 
@@ -94,9 +97,11 @@ def test_with_redis_down_hooks_spool_and_everything_arrives_once(
     assert len(os.listdir(settings.spool_dir)) == 30
     stack = Stack(env, settings).start()
     try:
-        wait_for(lambda: stack.archived() == 30, what="the spool to be delivered")
+        wait_for(lambda: stack.recorded() == 30, what="the spool to be delivered")
         assert os.listdir(settings.spool_dir) == []
-        [(count, distinct)] = stack.query("select count(*), count(distinct payload->>'prompt') from events")
+        [(count, distinct)] = stack.query(
+            f"select count(*), count(distinct payload->>'prompt') from events where {RECORDED}"
+        )
         assert count == distinct == 30
     finally:
         stack.stop()
@@ -122,7 +127,9 @@ def test_a_frozen_server_makes_hooks_spool_and_nothing_is_doubled(stack: Stack, 
         return state.spooled == 0 and state.stream_length == 0 and state.pending == 0 and state.archived >= 10
 
     wait_for(settled, what="the spool and the stream to be archived")
-    [(count, distinct)] = stack.query("select count(*), count(distinct payload->>'prompt') from events")
+    [(count, distinct)] = stack.query(
+        f"select count(*), count(distinct payload->>'prompt') from events where {RECORDED}"
+    )
     assert count == distinct == 10
     history = b"".join(p.read_bytes() for p in Path(stack.settings.redis_dir).rglob("*.aof"))
     assert history.count(b"frozen-3") == 2  # it was delivered twice indeed
@@ -153,7 +160,7 @@ def test_the_dispatcher_killed_at_any_moment_loses_nothing_and_doubles_nothing(
         server.terminate()
         server.wait(30)
     stack = Stack(env, settings)
-    [(count, distinct)] = stack.query("select count(*), count(distinct id) from events")
+    [(count, distinct)] = stack.query("select count(*), count(distinct id) from events")  # no worker ran
     assert count == distinct == 30_000
     assert {row[0] for row in stack.query("select id from events")} == sent
 
@@ -194,7 +201,7 @@ def test_secrets_never_reach_the_stream_or_the_log(stack: Stack, env: dict[str, 
     }
     assert run_hook(json.dumps(payload).encode(), env).returncode == 0
     run_hook(f"broken {secrets[0]} {{".encode(), env)
-    wait_for(lambda: stack.archived() == 1, what="the event")
+    wait_for(lambda: stack.recorded() == 1, what="the event")
     client = redis.Redis.from_url(stack.settings.redis_url)
     client.bgrewriteaof()  # nothing in the server's own history either
     for path in Path(stack.settings.home).rglob("*"):
@@ -210,7 +217,7 @@ def test_fifty_megabytes_of_input_never_fail_the_hook(stack: Stack, env: dict[st
     assert (result.returncode, result.stdout) == (0, b"")
     garbage = run_hook(os.urandom(50_000_000), env)
     assert (garbage.returncode, garbage.stdout) == (0, b"")
-    wait_for(lambda: stack.archived() == 1, what="the truncated event")
+    wait_for(lambda: stack.recorded() == 1, what="the truncated event")
     [(size, marker)] = stack.query(
         "select length(payload->>'$.tool_response.content'), "
         "contains(payload->>'$.tool_response.content', 'reverie: truncated') from events"
@@ -222,13 +229,14 @@ def test_fifty_megabytes_of_input_never_fail_the_hook(stack: Stack, env: dict[st
 def test_import_is_idempotent_and_reports_what_it_did(stack: Stack, env: dict[str, str]) -> None:
     first = subprocess.run([str(BIN), "import", str(TRANSCRIPTS)], env=env, capture_output=True, text=True)
     assert first.returncode == 0, first.stderr
-    [(count,)] = stack.query("select count(*) from events")
+    [(count,)] = stack.query(f"select count(*) from events where {RECORDED}")
     assert f"{count} new" in first.stdout
     assert "tool.used" in first.stdout  # the summary table
     second = subprocess.run([str(BIN), "import", str(TRANSCRIPTS)], env=env, capture_output=True, text=True)
     assert second.returncode == 0, second.stderr
     assert "0 new" in second.stdout
-    assert stack.query("select count(*), count(distinct id) from events") == [(count, count)]
+    recorded = f"select count(*), count(distinct id) from events where {RECORDED}"
+    assert stack.query(recorded) == [(count, count)]
     finished = Queue(QUEUE, connection=redis.Redis.from_url(stack.settings.redis_url)).finished_job_registry
     wait_for(lambda: finished.count > 0, what="the worker to run the batch jobs")
 
@@ -308,7 +316,9 @@ def test_the_server_killed_mid_session_comes_back_and_nothing_is_lost(
         return state.reachable and state.spooled == 0 and state.stream_length == 0 and state.archived >= 30
 
     wait_for(settled, timeout=60, what="the restarted server and the dispatcher to catch up")
-    [(count, distinct)] = stack.query("select count(*), count(distinct payload->>'prompt') from events")
+    [(count, distinct)] = stack.query(
+        f"select count(*), count(distinct payload->>'prompt') from events where {RECORDED}"
+    )
     assert count == distinct == 30
 
 
@@ -356,13 +366,13 @@ def test_ctrl_c_stops_the_stack_cleanly(stack: Stack) -> None:
 def test_import_skips_sessions_the_hooks_recorded_live(stack: Stack, env: dict[str, str]) -> None:
     live = json.dumps({"session_id": "55604662-cf2a-4331-851a-ec234028f8ca", "hook_event_name": "Stop"})
     assert run_hook(live.encode(), env).returncode == 0
-    wait_for(lambda: stack.archived() == 1, what="the live event")
+    wait_for(lambda: stack.recorded() == 1, what="the live event")
     result = subprocess.run(
         [str(BIN), "import", str(TRANSCRIPTS / "short.jsonl")], env=env, capture_output=True, text=True
     )
     assert result.returncode == 0, result.stderr
     assert "0 new" in result.stdout and "from sessions the hooks recorded live" in result.stdout
-    assert stack.query("select count(*) from events") == [(1,)]
+    assert stack.query(f"select count(*) from events where {RECORDED}") == [(1,)]
 
 
 @examples(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

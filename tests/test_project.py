@@ -5,10 +5,11 @@ import msgspec
 import pytest
 
 from ingest.project import UNKNOWN_PROJECT, project_key, project_of, root_of_key
+from reverie.testing import Folding
 from schemas import events, kinds
 from schemas.settings import Settings
 from tests.conftest import run_hook
-from tests.test_projections import Folding, folding, observed, rows
+from tests.test_projections import folding, observed, rows
 
 __all__ = ["folding"]  # a fixture
 

@@ -11,10 +11,9 @@ import msgspec
 import pytest
 
 from ingest.transcripts import ImportedEvent, find_transcripts, read_transcript
-from projections.event_log import EventLog
-from projections.projector import Projector, replay
+from projections.projector import replay
 from projections.store import current_store
-from reverie.testing import imported_event, make_event
+from reverie.testing import Folding, imported_event, make_event
 from schemas import events, kinds, memory
 from schemas.ids import new_event_id
 from schemas.observed import MemoryRemembered
@@ -84,29 +83,11 @@ def derived(
     )
 
 
-class Folding:
-    """An event log and a projector over it, in a scratch data directory."""
-
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
-        self.log = EventLog(settings.event_log_dir)
-        self.projector = Projector(settings.event_log_dir, settings.projections_dir)
-
-    def fold(self, *batches: list[events.Event]) -> duckdb.DuckDBPyConnection:
-        if self.projector.db is None:
-            self.projector.open()
-        for batch in batches:
-            self.log.append(batch)
-            self.projector.catch_up()
-        assert self.projector.db is not None
-        return self.projector.db
-
-
 @pytest.fixture
 def folding(settings: Settings) -> Iterator[Folding]:
     folded = Folding(settings)
     yield folded
-    folded.projector.close()
+    folded.close()
 
 
 def rows(db: duckdb.DuckDBPyConnection, sql: str) -> list[tuple[Any, ...]]:

@@ -17,11 +17,12 @@ from projections.recall import context, scoring
 from projections.recall.memories import Memories
 from projections.recall.pipeline import Fusion, Overdue, Recaller
 from projections.vectors import Vectors
+from reverie.testing import Folding
 from schemas import events, fence, kinds, memory
 from schemas.recall import RecallRequest
 from schemas.settings import Settings
 from tests.conftest import BIN, wait_for
-from tests.test_projections import Folding, at, derived, observed
+from tests.test_projections import at, derived, observed
 from workers import recall_service
 from workers.embedding import lock_vectors, open_embedder, sync_once
 from workers.recall_service import RecallService

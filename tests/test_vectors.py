@@ -20,11 +20,11 @@ from projections.embeddings import EmbeddingCache, Encoder, content_hash, load_e
 from projections.projector import replay
 from projections.store import current_store
 from projections.vectors import Vectors
-from reverie.testing import imported_event
+from reverie.testing import Folding, imported_event
 from schemas import kinds, memory
 from schemas.settings import Settings
 from tests.conftest import BIN, TRANSCRIPTS
-from tests.test_projections import Folding, derived, memory_story, observed
+from tests.test_projections import derived, memory_story, observed
 from workers.embedding import lock_vectors, open_embedder, sync_once
 
 

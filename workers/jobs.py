@@ -19,9 +19,12 @@ from ingest.emit import Emitter
 from projections.event_log import EventLog, Quarantined, to_events
 from schemas import kinds
 from schemas.events import Event
+from schemas.settings import Settings
 from workers.extraction import EXTRACTOR
-from workers.extraction.derive import derive
+from workers.extraction.derive import Derived, derive, derive_session
 from workers.extraction.episodes import episodes
+from workers.extraction.known import Memory
+from workers.extraction.lifecycle import settle
 from workers.logs import quarantine_logger
 
 log = structlog.get_logger("reverie.jobs")
@@ -42,21 +45,18 @@ def enqueue_extraction(
     )
 
 
-def extract_batch(segment: str, ids: list[str], client: "redis.Redis | None" = None) -> dict[str, int]:
-    """Read the events `ids` of `segment` and emit what they teach, to `client` (by default
-    the job's own connection); how many derived events of each kind."""
+def extract_batch(
+    segment: str, ids: list[str], client: "redis.Redis | None" = None, settings: Settings | None = None
+) -> dict[str, int]:
+    """Read the events `ids` of `segment` and emit what they teach, settled against what memory
+    holds (the projections of `settings`, by default the environment's), to `client` (by
+    default the job's own connection); how many derived events of each kind."""
     events = _events(segment, set(ids))
     emitted: Counter[str] = Counter()
-    with Emitter(client or _job_connection(), kinds.SOURCE_WORKER, EXTRACTOR) as out:
-        for found in derive(events):
-            out.emit(
-                found.kind,
-                found.payload,
-                project=found.project,
-                session_id=found.session_id,
-                caused_by=found.caused_by,
-                key=found.key,
-            )
+    known = Memory(settings or Settings.from_env())
+    with known, Emitter(client or _job_connection(), kinds.SOURCE_WORKER, EXTRACTOR) as out:
+        for found in settle(derive(events), known.facts, known.cosine):
+            _emit(out, found)
             emitted[found.kind] += 1
     log.info("batch.extracted", segment=os.path.basename(segment), events=len(events), emitted=dict(emitted))
     return dict(emitted)
@@ -76,27 +76,38 @@ def enqueue_episode(
 
 
 def extract_session(
-    event_log_dir: str, session_id: str, client: "redis.Redis | None" = None
+    event_log_dir: str, session_id: str, client: "redis.Redis | None" = None, settings: Settings | None = None
 ) -> dict[str, int]:
-    """Read every event of a session from the log and emit its episode; how many events of each
-    kind. A session whose events are not archived yet fails, and is tried again."""
+    """Read every event of a session from the log and emit its episode, and what its commands
+    teach (settled against the projections of `settings`, by default the environment's); how
+    many events of each kind. A session whose events are not archived yet fails, and is tried
+    again."""
     events = _session_events(event_log_dir, session_id)
     if not events:
         raise LookupError(f"no event of session {session_id} is in the log yet")
     emitted: Counter[str] = Counter()
-    with Emitter(client or _job_connection(), kinds.SOURCE_WORKER, EXTRACTOR) as out:
+    known = Memory(settings or Settings.from_env())
+    with known, Emitter(client or _job_connection(), kinds.SOURCE_WORKER, EXTRACTOR) as out:
         for episode, project, causes in episodes(events):
-            out.emit(
-                kinds.EPISODE_RECORDED,
-                episode,
-                project=project,
-                session_id=session_id,
-                caused_by=causes,
-                key=episode.episode_id,
-            )
-            emitted[kinds.EPISODE_RECORDED] += 1
+            found = Derived(kinds.EPISODE_RECORDED, episode, project, causes, session_id, episode.episode_id)
+            _emit(out, found)
+            emitted[found.kind] += 1
+        for found in settle(derive_session(events), known.facts, known.cosine):
+            _emit(out, found)
+            emitted[found.kind] += 1
     log.info("session.extracted", session=session_id, events=len(events), emitted=dict(emitted))
     return dict(emitted)
+
+
+def _emit(out: Emitter, found: Derived) -> None:
+    out.emit(
+        found.kind,
+        found.payload,
+        project=found.project,
+        session_id=found.session_id,
+        caused_by=found.caused_by,
+        key=found.key,
+    )
 
 
 def _session_events(event_log_dir: str, session_id: str) -> list[Event]:

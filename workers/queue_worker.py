@@ -5,6 +5,9 @@ then restart the process after an ever longer pause (up to 30 s). This runs RQ's
 in process, once the server answers, until the worker is asked to stop (SIGINT or SIGTERM, which
 RQ handles: a job under way finishes first).
 
+Extraction settles facts by their embeddings' cosine: the worker loads the embedder's model
+once as it starts (~10 s here), and every work horse it forks finds it loaded.
+
 RQ forks its scheduler (which the retries wait on) and a work horse per job: each dies with the
 worker, so a worker killed outright leaves no process behind (Linux; elsewhere they end when
 they next find the worker gone).
@@ -22,6 +25,7 @@ import structlog
 from rq import Queue, Worker
 
 from schemas.settings import QUEUE, Settings
+from workers.extraction.known import preload
 from workers.redis_client import connect, is_up
 
 log = structlog.get_logger("reverie.worker")
@@ -61,6 +65,7 @@ def run_worker(settings: Settings, stop: threading.Event) -> None:
     Redis is away."""
     if sys.platform == "linux":
         _die_with_parents()
+    preload(settings)  # before RQ forks a work horse per job: each finds the model loaded
     rounds = 0
     while not stop.is_set():
         if not is_up(settings):

@@ -9,4 +9,4 @@ on two machines at once, emits the same events, which the dispatcher keeps once.
 from ingest.emit import Worker
 
 # Bump the version when the same events would yield other derived events.
-EXTRACTOR = Worker("extract", 1)
+EXTRACTOR = Worker("extract", 2)

@@ -17,6 +17,7 @@ from schemas import kinds, memory
 from schemas.events import Event
 from schemas.ontology import Relation, topic_of, tulving_type
 from workers.extraction.commits import commits
+from workers.extraction.failures import CHECKS, Fixed, fixes, runs
 from workers.extraction.files import entity_id, file_entities
 from workers.extraction.statements import Said, statements
 from workers.extraction.summaries import bullets
@@ -49,6 +50,87 @@ def derive(events: Iterable[Event]) -> Iterator[Derived]:
     yield from _commits(events)
     yield from _statements(events)
     yield from _summaries(events)
+
+
+def derive_session(events: list[Event]) -> Iterator[Derived]:
+    """What a whole session's commands teach (one session's events, in any order): the errors
+    they met, as `error_pattern` entities, what fixed each (`solved_by`: the edits and commands
+    before the same command no longer failed that way), and the checks it ran (tests, builds,
+    linters) as `command` entities with how often they ran and failed."""
+    by_id = {e.id: e for e in events}
+    for fixed in fixes(events):
+        event = by_id[fixed.failure.event_id]
+        error = error_entity(fixed.signature, event.project)
+        yield Derived(
+            kinds.ENTITY_OBSERVED, error, event.project, (event.id,), event.session_id, error.entity_id
+        )
+        if fixed.then is not None and (fixed.edited or fixed.ran):
+            yield from _solved(by_id[fixed.then.event_id], event, error, fixed)
+    yield from _checks(events)
+
+
+def error_entity(signature: str, project: str) -> memory.EntityObserved:
+    """The entity of an error, by its signature (workers/extraction/failures.py)."""
+    return memory.EntityObserved(
+        entity_id=entity_id("error_pattern", signature, project),
+        type="error_pattern",
+        name=signature,
+        normalized_name=signature.lower(),
+        properties={"project": project},
+    )
+
+
+def _solved(then: Event, failed: Event, error: memory.EntityObserved, fixed: Fixed) -> Iterator[Derived]:
+    how = []
+    if fixed.edited:
+        files = [
+            os.path.relpath(p, then.project) if p.startswith(then.project + "/") else p for p in fixed.edited
+        ]
+        how.append(
+            "editing " + ", ".join(files[:5]) + (f" and {len(files) - 5} more" if len(files) > 5 else "")
+        )
+    if fixed.ran:
+        how.append("running " + "; ".join(f"`{c}`" for c in fixed.ran[:3]))
+    description = f"`{fixed.failure.key}` failed with: {fixed.signature}. Fixed by {' and '.join(how)}."
+    fact = memory.FactAsserted(
+        fact_id=fact_id(then.project, "solved_by", error.entity_id, description),
+        source=error.entity_id,
+        relation="solved_by",
+        description=description,
+        memory_type=tulving_type("solved_by", description, None, then.recorded_at),
+        network="experience",
+        category="errors",
+        topic=topic_of(description),
+        dimensions=memory.Dimensions(what=fixed.signature, when=failed.ts.isoformat(), why=" and ".join(how)),
+    )
+    causes = tuple(sorted({failed.id, *fixed.between}))
+    yield Derived(kinds.FACT_ASSERTED, fact, then.project, causes, then.session_id, fact.fact_id)
+
+
+def _checks(events: list[Event]) -> Iterator[Derived]:
+    """The tests, builds and linters a session ran, an entity each, with its runs and failures."""
+    by_id = {e.id: e for e in events}
+    ran: dict[tuple[str, str], list[tuple[str, bool]]] = {}
+    for run in runs(sorted(events, key=lambda e: (e.ts, e.id))):
+        if CHECKS.match(run.key):
+            ran.setdefault((by_id[run.event_id].project, run.key), []).append((run.event_id, run.failed))
+    for (project, key), outcomes in sorted(ran.items()):
+        failed = sum(1 for _, f in outcomes if f)
+        entity = memory.EntityObserved(
+            entity_id=entity_id("command", key, project),
+            type="command",
+            name=key,
+            normalized_name=key,
+            properties={
+                "project": project,
+                "runs": len(outcomes),
+                "failures": failed,
+                "last": "failed" if outcomes[-1][1] else "passed",
+            },
+        )
+        last = by_id[outcomes[-1][0]]
+        causes = tuple(sorted(event_id for event_id, _ in outcomes))
+        yield Derived(kinds.ENTITY_OBSERVED, entity, project, causes, last.session_id, entity.entity_id)
 
 
 def subject(entity_type: str, project: str) -> memory.EntityObserved:

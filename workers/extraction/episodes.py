@@ -4,7 +4,9 @@ The title is the goal: the first thing the user asked (its first sentence), or w
 compaction summary says the user's primary request was. The summary says what was done (the
 commits git took, the files changed, the errors the summaries name) and the outcome: a session
 that committed and left no error unresolved succeeded, one that committed but left an error
-unresolved is partial, one whose last test or build failed and committed nothing failed.
+unresolved is partial, one whose last test or build failed and committed nothing failed. An
+error a compaction summary calls unresolved counts as resolved when the session's tests and
+builds pass after that summary, to its end: the tools have the last word.
 """
 
 import hashlib
@@ -18,14 +20,12 @@ from schemas.events import Event
 from schemas.registry import DERIVED_KINDS
 from schemas.text import clean, is_noise
 from workers.extraction.commits import commits
+from workers.extraction.failures import CHECKS, runs
 from workers.extraction.files import entity_id, mentions
 from workers.extraction.summaries import bullets
 
 _FIRST_SENTENCE = re.compile(r"^.{8,160}?(?:[.!?](?=\s|$)|\n|$)", re.S)
 _INTENT = re.compile(r"Primary Request and Intent:\s*\n\s*(?:[-*]\s*)?(?P<intent>[^\n]{20,})")
-_CHECKS = re.compile(
-    r"\b(?:pytest|jest|vitest|mix test|cargo test|go test|npm (?:run )?test|make|tox|ruff|mypy)\b"
-)
 _EDITS = {"Edit", "Write", "MultiEdit", "NotebookEdit"}
 _LISTED = 5  # commits and files named in the summary
 
@@ -59,13 +59,10 @@ def _intent(events: list[Event]) -> str | None:
     return None
 
 
-def _failed_last_check(events: list[Event]) -> bool:
-    checks = [
-        e for e in events
-        if e.kind in (kinds.TOOL_USED, kinds.TOOL_FAILED)
-        and _CHECKS.search(str((msgspec.json.decode(e.payload).get("tool_input") or {}).get("command") or ""))
-    ]  # fmt: skip
-    return bool(checks) and checks[-1].kind == kinds.TOOL_FAILED
+def _checks(events: list[Event]) -> list[tuple[int, bool]]:
+    """Where in `events` each test, build or lint ran, and whether it failed."""
+    at = {e.id: i for i, e in enumerate(events)}
+    return [(at[r.event_id], r.failed) for r in runs(events) if CHECKS.match(r.key)]
 
 
 def _edited(events: list[Event]) -> list[str]:
@@ -95,12 +92,18 @@ def _episode(session_id: str, session: list[Event]) -> Drawn | None:
     project = session[0].project
     taken = list({c.sha: c for c in commits(session)}.values())
     errors = [b for b in bullets(session) if b.section == "errors"]
-    unsolved = [b for b in errors if not b.solved]
+    checks = _checks(session)
+    passed_at = (
+        max((i for i, failed in checks if not failed), default=-1) if checks and not checks[-1][1] else -1
+    )
+    at = {e.id: i for i, e in enumerate(session)}
+    # a summary's "unresolved" is overruled by the checks that pass after it, to the session's end
+    unsolved = [b for b in errors if not b.solved and at[b.event_id] > passed_at]
     edited = _edited(session)
     outcome: memory.Outcome
     if taken:
         outcome = "partial" if unsolved else "success"
-    elif _failed_last_check(session):
+    elif checks and checks[-1][1]:
         outcome = "failure"
     else:
         outcome = "unknown"

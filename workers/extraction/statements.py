@@ -19,7 +19,8 @@ from schemas.text import clean, is_noise
 Said = Literal["decision", "rule", "remember"]
 
 _CODE = re.compile(r"```[\s\S]*?(?:```|$)|`[^`\n]*`")
-_SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
+# a sentence ends at . ! or ? before a space or the end ("fly.io" and "v1.2" do not end one)
+_SENTENCE = re.compile(r"(?:[^.!?\n]|[.!?](?=[^\s.!?]))+[.!?]*")
 _LEAD = (
     r"^\s*(?:(?:no|non|nope)\s*[,:!.]\s*|(?:ok(?:ay)?|so|alors|bon)\s*[,:]\s*|please\s+"
     r"|s'il te pla[iî]t\s*,?\s*)?"

@@ -1,0 +1,202 @@
+"""`reverie why ID`: where a fact, an entity or an episode comes from.
+
+Reads the projections' snapshot (the thing as memory holds it, and `provenance`: the derived
+events about it and what each came from) and the event log (those events, down to what was
+observed), then finds each observed event's line in the transcript it names. An id may be
+given by a prefix that only it has.
+"""
+
+import sys
+from datetime import datetime
+from typing import Any
+
+import duckdb
+import msgspec
+
+from ingest.transcripts import locate
+from projections.sql import DamagedSnapshot, NoSnapshot, connect
+from reverie.console import fail, out
+from schemas.registry import DERIVED_KINDS
+from schemas.settings import Settings
+from schemas.text import clean
+from schemas.why import Derivation, Source, What, Why
+
+_TABLES: list[tuple[What, str, str, str]] = [  # what, table, id column, title column
+    ("fact", "facts", "fact_id", "description"),
+    ("entity", "entities", "entity_id", "name"),
+    ("episode", "episodes", "episode_id", "title"),
+]
+_EXCERPT = 160
+_DEPTH = 4  # derived events derived from derived events, this far
+
+
+class Unknown(LookupError):
+    pass
+
+
+def why(settings: Settings, wanted: str) -> Why:
+    """What memory holds under `wanted` (an id, or a prefix of one only), and why. Unknown if
+    no fact, entity, episode or other memory has it, or several do; NoSnapshot before the
+    projector's first snapshot."""
+    db = connect(settings, snapshot_required=True)
+    try:
+        what, table, column, title, ids = _find(db, wanted)
+        if len(ids) != 1:
+            raise Unknown(f"{wanted!r} begins several ids: {', '.join(ids[:5])}; give more of it")
+        [id_] = ids
+        details = _details(db, table, column, id_)
+        heading = str(details.pop(title, None) or id_)
+        derivations = [_derivation(db, row) for row in _derived_about(db, id_)]
+        return Why(id=id_, what=what, title=heading, details=details, derivations=derivations)
+    finally:
+        db.close()
+
+
+def _find(db: duckdb.DuckDBPyConnection, wanted: str) -> tuple[What, str, str, str, list[str]]:
+    """Where `wanted` is: what it is, its table, id and title columns, and the ids it begins."""
+    for what, table, column, title in _TABLES:
+        query = f"SELECT {column} FROM {table} WHERE starts_with({column}, ?) ORDER BY 1 LIMIT 6"
+        if ids := [r[0] for r in db.execute(query, [wanted]).fetchall()]:
+            return what, table, column, title, ids
+    if ids := _provenance_subjects(db, wanted):
+        return "memory", "provenance", "subject", "subject", ids
+    raise Unknown(
+        f"no fact, entity, episode or other memory has the id {wanted!r}. Ids look like fact:…, "
+        "file:… (an entity's type, then its digest) or episode:…; list some with: "
+        'reverie sql "SELECT fact_id, description FROM facts LIMIT 20"'
+    )
+
+
+def _provenance_subjects(db: duckdb.DuckDBPyConnection, wanted: str) -> list[str]:
+    query = "SELECT DISTINCT subject FROM provenance WHERE starts_with(subject, ?) ORDER BY 1 LIMIT 10"
+    return [r[0] for r in db.execute(query, [wanted]).fetchall()]
+
+
+def _details(db: duckdb.DuckDBPyConnection, table: str, column: str, id_: str) -> dict[str, Any]:
+    if table == "provenance":
+        return {}
+    cursor = db.execute(f"SELECT * FROM {table} WHERE {column} = ?", [id_])
+    names = [d[0] for d in cursor.description or []]
+    row = cursor.fetchone() or ()
+    return {
+        name: value for name, value in zip(names, row, strict=True) if value is not None and name != column
+    }
+
+
+def _derived_about(db: duckdb.DuckDBPyConnection, id_: str) -> list[tuple[Any, ...]]:
+    return db.execute(
+        """
+        SELECT e.id, e.kind, e.ts, e.recorded_at, e.payload, e.caused_by
+        FROM events e WHERE e.id IN (SELECT event_id FROM provenance WHERE subject = ?)
+        ORDER BY e.id
+        """,
+        [id_],
+    ).fetchall()
+
+
+def _derivation(db: duckdb.DuckDBPyConnection, row: tuple[Any, ...]) -> Derivation:
+    event_id, kind, ts, recorded_at, payload, caused_by = row
+    said = msgspec.json.decode(payload) if isinstance(payload, str) else {}
+    says = next(
+        (str(said[k]) for k in ("description", "reason", "title", "name", "statement") if said.get(k)), ""
+    )
+    return Derivation(
+        event_id=event_id,
+        kind=kind,
+        ts=ts,
+        recorded_at=recorded_at,
+        says=says,
+        caused_by=_sources(db, list(caused_by or []), _DEPTH),
+    )
+
+
+def _sources(db: duckdb.DuckDBPyConnection, ids: list[str], depth: int) -> list[Source]:
+    if not ids:
+        return []
+    rows = db.execute(
+        "SELECT id, kind, ts, project, session_id, payload, caused_by FROM events "
+        "WHERE id IN (SELECT unnest(?)) ORDER BY id",
+        [ids],
+    ).fetchall()
+    sources = []
+    for event_id, kind, ts, project, session_id, payload, caused_by in rows:
+        said = msgspec.json.decode(payload) if isinstance(payload, str) else {}
+        source = Source(
+            event_id=event_id,
+            kind=kind,
+            ts=ts,
+            project=project,
+            session_id=session_id,
+            excerpt=_excerpt(kind, said),
+        )
+        if kind in DERIVED_KINDS:
+            source.caused_by = _sources(db, list(caused_by or []), depth - 1) if depth > 0 else []
+        elif isinstance(path := said.get("agent_transcript_path") or said.get("transcript_path"), str):
+            source.transcript = path
+            source.line = locate(path, event_id, kind, said)
+        sources.append(source)
+    return sources
+
+
+def _excerpt(kind: str, said: dict[str, Any]) -> str:
+    if isinstance(text := said.get("prompt") or said.get("last_assistant_message"), str):
+        return _cut(clean(text))
+    if isinstance(tool := said.get("tool_name"), str):
+        given = said.get("tool_input")
+        given = given if isinstance(given, dict) else {}
+        detail = next((str(given[k]) for k in ("command", "file_path", "pattern", "url") if given.get(k)), "")
+        return _cut(f"{tool} {detail}".strip())
+    return _cut(next((str(said[k]) for k in ("description", "reason", "title", "name") if said.get(k)), ""))
+
+
+def _cut(text: str) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= _EXCERPT else line[: _EXCERPT - 1] + "…"
+
+
+def explain(wanted: str, as_json: bool) -> int:
+    """Print why memory holds `wanted`; 1 (with the reason) if it holds nothing by that id."""
+    try:
+        answer = why(Settings.from_env(), wanted)
+    except NoSnapshot as e:
+        return fail(f"{e}: start the stack (reverie up) and let it fold the log first")
+    except (Unknown, DamagedSnapshot, duckdb.Error) as e:
+        return fail(str(e))
+    if as_json:
+        sys.stdout.write(msgspec.json.encode(answer).decode() + "\n")
+    else:
+        _render(answer)
+    return 0
+
+
+def _render(answer: Why) -> None:
+    out.print(f"[bold]{answer.what} {answer.id}[/bold]", highlight=False)
+    out.print(f"  {answer.title}", markup=False, highlight=False)
+    for name, value in answer.details.items():
+        shown = value.isoformat(sep=" ", timespec="seconds") if isinstance(value, datetime) else value
+        out.print(f"  [dim]{name}:[/dim] {_cut(str(shown))}", highlight=False)
+    if not answer.derivations:
+        out.print("  no derived event names it (made before provenance was kept?)")
+    for derivation in answer.derivations:
+        when = derivation.ts.isoformat(sep=" ", timespec="seconds")
+        out.print(f"\n[bold]{derivation.kind}[/bold] {derivation.event_id} at {when}", highlight=False)
+        if derivation.says and derivation.says != answer.title:
+            out.print(f"  {_cut(derivation.says)}", markup=False, highlight=False)
+        _render_sources(derivation.caused_by, "  ")
+
+
+def _render_sources(sources: list[Source], indent: str) -> None:
+    for source in sources:
+        when = source.ts.isoformat(sep=" ", timespec="seconds")
+        session = f" session {source.session_id}" if source.session_id else ""
+        out.print(f"{indent}from {source.kind} {source.event_id} at {when}{session}", highlight=False)
+        if source.excerpt:
+            out.print(f"{indent}  “{source.excerpt}”", markup=False, highlight=False)
+        if source.transcript:
+            where = (
+                f"{source.transcript}:{source.line}"
+                if source.line
+                else f"{source.transcript} (line not found)"
+            )
+            out.print(f"{indent}  {where}", markup=False, highlight=False)
+        _render_sources(source.caused_by, indent + "  ")

@@ -1,0 +1,194 @@
+"""What a session's commands say of its errors: each failure, by a normalized signature, and
+what fixed it: a later success of the same command, the fix being the edits and commands in
+between.
+
+A command failed when Claude Code says so (`tool.failed`, "Exit code 1"), or when a test or
+build run's output says so though its exit status was lost to a pipe (`pytest ... | tail`).
+The same command is the same program and subcommand (`git commit -m ...` is `git commit`,
+`cd app && uv run pytest -x | tail` is `pytest`). A signature is the line of the output that
+names the error, with its numbers, paths and quoted values made placeholders, so the same error
+met twice is one `error_pattern` entity.
+"""
+
+import re
+import shlex
+from collections.abc import Iterable, Iterator
+
+import msgspec
+
+from schemas import kinds
+from schemas.events import Event
+from schemas.text import clean
+
+_TOOLS = (kinds.TOOL_USED, kinds.TOOL_FAILED)
+_EDITS = {"Edit", "Write", "MultiEdit", "NotebookEdit"}
+# what runs a program rather than being one
+_RUNNERS = {"uv", "poetry", "pipenv", "npx", "pnpx", "bunx", "sudo", "time", "env", "exec", "nice"}
+_RUNNER_VERBS = {"run", "exec"}
+_SUBCOMMANDED = {
+    "git", "mix", "npm", "pnpm", "yarn", "bun", "cargo", "go", "make", "docker", "kubectl", "gh",
+    "dotnet", "gradle", "mvn", "rails", "bundle", "python", "python3", "pip", "uv", "deno",
+}  # fmt: skip
+# the commands that check the work: tests, builds, linters, type checkers
+CHECKS = re.compile(
+    r"^(?:pytest|jest|vitest|tox|ruff|mypy|tsc|eslint|mix (?:test|compile|credo|dialyzer|format)|"
+    r"cargo (?:test|build|check|clippy)|go (?:test|build|vet)|npm (?:test|run)|pnpm (?:test|run)|"
+    r"yarn (?:test|run)|make|python -m|python3 -m|gradle|mvn|dotnet (?:test|build))\b"
+)
+# a run whose output says it failed, though its status was lost to a pipe
+_FAILED_OUTPUT = re.compile(
+    r"(?m)^(?:FAILED |ERROR |=+ .*\b[1-9]\d* (?:failed|errors?)\b|.*\b[1-9]\d* (?:tests? )?fail(?:ed|ures?)\b"
+    r"|error(?:\[E\d+\])?: |\*\* \(\w+Error\)|Traceback \(most recent call last\))"
+)
+# the lines that name an error, best first: an exception, a checker's tagged finding, a
+# compiler's or git's error, a test that failed, any line that says something failed
+_ERROR_LINES = [
+    re.compile(r"^(?:\*\* \(\w+\)|(?!Error: )[\w.]*(?:Error|Exception)\b)"),
+    re.compile(r"^\[[A-Z]{1,12}\] \S"),
+    re.compile(r"^\[[A-Z]{2,12}\]$"),  # a checker's name alone: [DIALYZER]
+    re.compile(r"^(?:error(?:\[\w+\])?:|fatal:|FAILED )", re.IGNORECASE),
+    re.compile(r"\b(?:failed|failure|not found|denied|refused|timed out|undefined|cannot)\b", re.IGNORECASE),
+]
+_LINE_LEAD = re.compile(r"^[^\w\[*(]*(?:E\s{2,})?")  # indentation, box drawing, arrows, pytest's "E   "
+_REFUSED = re.compile(r"User rejected tool use|The user doesn't want to proceed", re.IGNORECASE)
+_EXIT_CODE = re.compile(r"^(?:Error: )?Exit code \d+\s*", re.IGNORECASE)
+_PLACEHOLDERS = [
+    (re.compile(r"(?:[\w.~-]*/)+[\w.-]+"), "<path>"),
+    (re.compile(r"'[^'\n]{1,200}'|\"[^\"\n]{1,200}\"|`[^`\n]{1,200}`"), "<value>"),
+    (re.compile(r"\b0x[0-9a-f]+\b|\b[0-9a-f]{7,40}\b", re.IGNORECASE), "<hex>"),
+    (re.compile(r"\d+"), "N"),
+    (re.compile(r"\s+"), " "),
+]
+_SIGNATURE_MAX = 160
+
+
+class Run(msgspec.Struct, frozen=True):
+    """A command the session ran: its key, whether it failed, what it printed."""
+
+    event_id: str
+    key: str
+    command: str
+    failed: bool
+    output: str
+
+
+class Fixed(msgspec.Struct, frozen=True):
+    """A failure, and what the session did before the same command no longer failed that way
+    (`then`: that run; None if the command never ran again)."""
+
+    failure: Run
+    signature: str
+    then: Run | None
+    edited: tuple[str, ...]
+    ran: tuple[str, ...]  # the commands run in between, and the one that ran instead, if it changed
+    between: tuple[str, ...]  # the events of the fix: its edits and commands, and the run after it
+
+
+def command_key(command: str) -> str:
+    """The program (and its subcommand) a shell command runs: its last pipeline stage that is not
+    a filter of the output, past `cd`, variables and runners."""
+    first_line = command.strip().split("\n", 1)[0]  # what follows is a heredoc's or a script's
+    stages = [s.strip() for s in re.split(r"&&|\|\||;", first_line) if s.strip()]
+    for stage in reversed(stages):
+        words = _words(stage.split("|")[0])
+        while words and ("=" in words[0] or words[0] in _RUNNERS or words[0] in _RUNNER_VERBS):
+            words = words[1:]
+        if not words or words[0] in ("cd", "echo", "export", "source", "."):
+            continue
+        program = words[0].rsplit("/", 1)[-1]
+        rest = [w for w in words[1:] if not w.startswith("-")]
+        return f"{program} {rest[0]}" if program in _SUBCOMMANDED and rest else program
+    return ""
+
+
+def _words(stage: str) -> list[str]:
+    try:
+        return shlex.split(stage)
+    except ValueError:  # an unclosed quote: words as they come
+        return stage.split()
+
+
+def runs(events: Iterable[Event]) -> Iterator[Run]:
+    """Every shell command among `events`, in order."""
+    for event in events:
+        if event.kind not in _TOOLS:
+            continue
+        payload = msgspec.json.decode(event.payload)
+        tool_input = payload.get("tool_input")
+        if payload.get("tool_name") != "Bash" or not isinstance(tool_input, dict):
+            continue
+        command = tool_input.get("command")
+        if not isinstance(command, str) or not (key := command_key(command)):
+            continue
+        output = clean(
+            _output(payload.get("error") if event.kind == kinds.TOOL_FAILED else payload.get("tool_response"))
+        )
+        if _REFUSED.search(output[:500]):
+            continue  # the user said no: nothing ran
+        hidden = bool(CHECKS.match(key)) and bool(_FAILED_OUTPUT.search(output))
+        yield Run(event.id, key, command, event.kind == kinds.TOOL_FAILED or hidden, output)
+
+
+def _output(response: object) -> str:
+    if isinstance(response, dict):
+        return "\n".join(str(response.get(k) or "") for k in ("stdout", "stderr"))
+    return response if isinstance(response, str) else ""
+
+
+def signature(output: str) -> str:
+    """What names a failure, whichever run met it (see the module's docstring)."""
+    text = _EXIT_CODE.sub("", output.replace("\\n", "\n"))
+    lines = [bare for raw in text[:20_000].splitlines() if (bare := _LINE_LEAD.sub("", raw).strip())]
+    ranked = (line for pattern in _ERROR_LINES for line in lines if pattern.search(line))
+    line = next(ranked, lines[0] if lines else "")
+    for pattern, placeholder in _PLACEHOLDERS:
+        line = pattern.sub(placeholder, line)
+    return line.strip()[:_SIGNATURE_MAX]
+
+
+def fixes(events: list[Event]) -> Iterator[Fixed]:
+    """Each failure of `events` (one session's, in order), and what fixed it if anything did: the
+    next run of the same command that did not fail the same way, the fix being what was done in
+    between. A failure the next run meets again is that run's to fix."""
+    ordered = sorted(events, key=lambda e: (e.ts, e.id))
+    at = {e.id: i for i, e in enumerate(ordered)}
+    all_runs = list(runs(ordered))
+    for n, run in enumerate(all_runs):
+        if not run.failed or not (said := signature(run.output)):
+            continue
+        again = next((r for r in all_runs[n + 1 :] if r.key == run.key), None)
+        if again is None:
+            yield Fixed(run, said, None, (), (), ())
+            continue
+        if again.failed and signature(again.output) == said:
+            continue
+        window = ordered[at[run.event_id] + 1 : at[again.event_id]]
+        edits = [e for e in window if _tool(e) in _EDITS]
+        ran = [r for r in runs(window) if r.key != run.key]
+        edited = tuple(dict.fromkeys(p for e in edits if (p := _path(e))))
+        commands = tuple(dict.fromkeys(_first_line(r.command) for r in ran))
+        if again.command != run.command:
+            commands += (_first_line(again.command),)
+        between = tuple(dict.fromkeys([*(e.id for e in edits), *(r.event_id for r in ran), again.event_id]))
+        yield Fixed(run, said, again, edited, commands, between)
+
+
+def _first_line(command: str) -> str:
+    return command.strip().split("\n", 1)[0][:120]
+
+
+def _tool(event: Event) -> str | None:
+    if event.kind not in _TOOLS:
+        return None
+    name = msgspec.json.decode(event.payload).get("tool_name")
+    return name if isinstance(name, str) else None
+
+
+def _path(event: Event) -> str | None:
+    tool_input = msgspec.json.decode(event.payload).get("tool_input")
+    path = (
+        tool_input.get("file_path") or tool_input.get("notebook_path")
+        if isinstance(tool_input, dict)
+        else None
+    )
+    return path if isinstance(path, str) else None

@@ -1,0 +1,176 @@
+"""What becomes of a fact when it is asserted again, or contradicted: the fact lifecycle.
+
+Extraction proposes facts; this settles each one against what memory already holds in its
+project (the projections' snapshot) and what the same job proposed before it:
+
+- **A duplicate strengthens.** Its words (of 2+ characters) overlap an existing fact's by a
+  Jaccard index over 0.85 and their embeddings' cosine is over 0.92: instead of a new fact, the
+  existing one is reconsolidated, with more evidence (its confidence rises, or falls when the
+  restatement hedges: "maybe", "I think", "peut-être").
+- **A contradiction supersedes, never deletes.** A statement of change ("now uses", "switch
+  from X to Y", "no longer", "instead of", "désormais") ends the fact it replaces: the fact that
+  names X, or else the closest standing fact in the same slot (same subject and relation) whose
+  cosine reaches 0.3. The old fact gets a `fact.superseded`: its `invalid_at` is when the new one
+  was said, and it points to its replacement; `facts_as_of` still finds it before then.
+- **At most 5 versions.** A fact is reconsolidated at most 4 times after its assertion; episodic
+  facts (what happened, once) never change: a restatement of one adds nothing.
+
+The cosine is asked for only where the words already agree, or a change is stated: most
+batches need no model. What settles a fact depends on the snapshot the job read, so the same
+batch settled later may settle otherwise; the ids of what it emits still follow from the
+worker, the causes and the facts involved (ingest/emit.py).
+"""
+
+import re
+from collections.abc import Callable, Iterable, Iterator, Sequence
+
+import msgspec
+
+from projections.recall.words import terms
+from schemas import kinds, memory
+from workers.extraction.derive import Derived
+
+# the cosine of `text` with each of `others`, from the embedder's model
+Cosine = Callable[[str, Sequence[str]], Sequence[float]]
+
+DUPLICATE_JACCARD = 0.85
+DUPLICATE_COSINE = 0.92
+SAME_SLOT_COSINE = 0.3
+MAX_VERSIONS = 5
+_STEP = 0.25  # how far one piece of evidence moves a confidence towards 1 (or 0)
+
+_WORDS = re.compile(r"[^\W_]{2,}")
+_HEDGED = re.compile(
+    r"\b(?:maybe|perhaps|probably|might|i think|i guess|not sure|peut-être|je crois|sans doute)\b", re.I
+)
+# "from now on" sets a rule, it does not say what it ends
+_CHANGE = re.compile(
+    r"\b(?:(?<!from )now|no longer|not anymore|any ?more|instead|replac(?:e|es|ed|ing)|switch(?:ed|es|ing)?|"
+    r"migrat(?:e|ed|es|ing)|moved?\s+(?:from|to)|(?<!partir de )maintenant|au lieu de|à la place|"
+    r"ne\s+\S+\s+plus|n'\S+\s+plus)\b",
+    re.IGNORECASE,
+)
+# what a change names as gone: "from X (to ...)", "instead of X", "no longer use X", "replace X"
+_OLD = re.compile(
+    r"\b(?:from|instead of|au lieu de|plutôt que|no longer (?:use|uses|using)|replac(?:e|es|ed|ing))\s+"
+    r"(?P<old>.+?)(?=\s+(?:to|by|with|par|vers|for)\b|[,.;:!?]|$)",
+    re.IGNORECASE,
+)
+# relations that state how things stand (a change can end them); the rest record what happened
+_STANDING = frozenset(
+    {"uses", "integrates", "built_with", "depends_on", "decided_for", "prefers", "learned_that"}
+)
+
+
+class Known(msgspec.Struct, frozen=True, kw_only=True):
+    """A standing fact of the project, as the snapshot holds it."""
+
+    fact_id: str
+    source: str
+    relation: str
+    description: str
+    confidence: float
+    memory_type: str
+    versions: int  # its assertion and its reconsolidations
+
+
+def words(text: str) -> frozenset[str]:
+    return frozenset(_WORDS.findall(text.lower()))
+
+
+def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    return len(a & b) / len(a | b) if a or b else 1.0
+
+
+def settle(
+    found: Iterable[Derived], known: Callable[[str], Sequence[Known]], cosine: Cosine
+) -> Iterator[Derived]:
+    """`found` as memory should take it, given the `known` facts of each project: each proposed
+    fact asserted, or turned into a reconsolidation of the fact it repeats; each change
+    followed by the supersession of the fact it ends. Other derived events pass unchanged."""
+    projects: dict[str, dict[str, Known]] = {}
+    for derived in found:
+        fact = derived.payload
+        if derived.kind != kinds.FACT_ASSERTED or not isinstance(fact, memory.FactAsserted):
+            yield derived
+            continue
+        if derived.project not in projects:
+            projects[derived.project] = {k.fact_id: k for k in known(derived.project)}
+        standing = projects[derived.project]
+        if fact.fact_id in standing:  # said again word for word: more evidence of the same fact
+            yield derived
+            continue
+        if (same := _duplicate(fact, standing.values(), cosine)) is not None:
+            if same.memory_type != "episodic" and same.versions < MAX_VERSIONS:
+                again = _strengthened(same, fact)
+                standing[same.fact_id] = msgspec.structs.replace(
+                    same, confidence=again.confidence or same.confidence, versions=same.versions + 1
+                )
+                key = f"{same.fact_id}+{fact.fact_id}"
+                yield msgspec.structs.replace(derived, kind=kinds.FACT_RECONSOLIDATED, payload=again, key=key)
+            continue
+        yield derived
+        if _CHANGE.search(fact.description):
+            for old in _replaced(fact, standing.values(), cosine):
+                del standing[old.fact_id]
+                yield _superseded(old, fact, derived)
+        standing[fact.fact_id] = Known(
+            fact_id=fact.fact_id,
+            source=fact.source,
+            relation=fact.relation,
+            description=fact.description,
+            confidence=fact.confidence,
+            memory_type=fact.memory_type,
+            versions=1,
+        )
+
+
+def _duplicate(fact: memory.FactAsserted, standing: Iterable[Known], cosine: Cosine) -> Known | None:
+    said = words(fact.description)
+    close = [k for k in standing if jaccard(said, words(k.description)) > DUPLICATE_JACCARD]
+    if not close:
+        return None
+    scores = cosine(fact.description, [k.description for k in close])
+    best = max(range(len(close)), key=lambda i: scores[i])
+    return close[best] if scores[best] > DUPLICATE_COSINE else None
+
+
+def _strengthened(same: Known, fact: memory.FactAsserted) -> memory.FactReconsolidated:
+    """The reconsolidation a restatement of `same` brings."""
+    hedged = bool(_HEDGED.search(fact.description)) and not _HEDGED.search(same.description)
+    confidence = (
+        same.confidence - _STEP * same.confidence
+        if hedged
+        else same.confidence + _STEP * (1 - same.confidence)
+    )
+    return memory.FactReconsolidated(
+        fact_id=same.fact_id,
+        confidence=round(confidence, 6),
+        reason=f"{'restated with doubt' if hedged else 'restated'}: {fact.description}",
+    )
+
+
+def _replaced(fact: memory.FactAsserted, standing: Iterable[Known], cosine: Cosine) -> list[Known]:
+    """The standing facts a statement of change ends: those naming what it says is gone, or
+    else the closest one in its slot."""
+    candidates = [k for k in standing if k.memory_type != "episodic" and k.relation in _STANDING]
+    named = [set(terms(m.group("old"))) for m in _OLD.finditer(fact.description)]
+    if named := [n for n in named if n]:
+        return [k for k in candidates if any(len(n & set(terms(k.description))) * 2 >= len(n) for n in named)]
+    slot = [k for k in candidates if k.source == fact.source and k.relation == fact.relation]
+    if not slot:
+        return []
+    scores = cosine(fact.description, [k.description for k in slot])
+    best = max(range(len(slot)), key=lambda i: scores[i])
+    return [slot[best]] if scores[best] >= SAME_SLOT_COSINE else []
+
+
+def _superseded(old: Known, fact: memory.FactAsserted, derived: Derived) -> Derived:
+    ended = memory.FactSuperseded(
+        fact_id=old.fact_id,
+        by_fact_id=fact.fact_id,
+        invalid_at=fact.valid_at,  # None: when the new one was said (the event's time)
+        reason=f"superseded: {fact.description}",
+    )
+    key = f"{old.fact_id}>{fact.fact_id}"
+    return msgspec.structs.replace(derived, kind=kinds.FACT_SUPERSEDED, payload=ended, key=key)
