@@ -24,7 +24,7 @@ from ingest.spool import spool_event
 from ingest.truncate import MAX_INPUT, loads, loads_head
 from schemas.ids import new_event_id, utc_now_iso
 from schemas.kinds import HOOK_KINDS, SOURCE_CLAUDE_CODE
-from schemas.settings import STREAM, Settings
+from schemas.settings import HOOKS_OFF, STREAM, Settings
 
 DEADLINE_S = 5.0
 
@@ -138,6 +138,8 @@ def handle_hook(argv: list[str], stdin: BinaryIO | None, environ: Environ) -> tu
 
 def main(argv: list[str]) -> int:
     """The hook's entry point: always 0, never a word on stdout."""
+    if os.environ.get(HOOKS_OFF):  # a Claude Code reverie runs itself: nothing to record
+        return 0
     # Even if the dead letter failed (no disk?), the agent must go on.
     with contextlib.suppress(BaseException):
         # A watchdog for what no socket timeout bounds (a DNS lookup, a stdin never closed): once

@@ -101,6 +101,7 @@ def status(as_json: bool) -> int:
     if as_json:
         sys.stdout.write(msgspec.json.encode(state).decode() + "\n")
         return 0 if state.reachable else 1
+    from rich.markup import escape
     from rich.table import Table
 
     table = Table(show_header=False, box=None)
@@ -119,6 +120,7 @@ def status(as_json: bool) -> int:
         ("dispatchers", ", ".join(f"{d.consumer} (pid {d.pid})" for d in state.dispatchers) or "none alive"),
         ("workers", ", ".join(f"{w.name} ({w.state})" for w in state.workers) or "none alive"),
         ("failed jobs", _failed(state)),
+        ("llm extraction", f"{escape(state.llm)}; {state.llm_tokens_today:,} tokens spent today"),
     ]
     for name, value in rows + _quarantined(state.quarantined):
         table.add_row(f"[bold]{name}[/]", value)

@@ -33,6 +33,7 @@ COMMUNITY_DETECTED = "community.detected"
 OPINION_FORMED = "opinion.formed"
 OPINION_REVISED = "opinion.revised"
 OBSERVATION_FORMED = "observation.formed"
+LLM_USED = "llm.used"
 
 # Claude Code's hook_event_name -> the kind of event it records.
 HOOK_KINDS: dict[str, str] = {

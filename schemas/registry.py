@@ -11,13 +11,14 @@ from typing import Literal
 
 import msgspec
 
-from schemas import kinds, memory, observed
+from schemas import kinds, llm, memory, observed
 
 # The families of folds (projections/folds/): what happened in a session, the tools it used,
 # what memory holds as facts and entities (with opinions and observations), episodes, the
-# signals and preferences read from behaviour, and the dynamics of memory (use, tiers, groups).
-Family = Literal["sessions", "tools", "facts", "episodes", "signals", "dynamics"]
-FAMILIES: tuple[Family, ...] = ("sessions", "tools", "facts", "episodes", "signals", "dynamics")
+# signals and preferences read from behaviour, the dynamics of memory (use, tiers, groups), and
+# what the thinking cost (an LLM's tokens).
+Family = Literal["sessions", "tools", "facts", "episodes", "signals", "dynamics", "costs"]
+FAMILIES: tuple[Family, ...] = ("sessions", "tools", "facts", "episodes", "signals", "dynamics", "costs")
 
 
 class Kind(msgspec.Struct, frozen=True):
@@ -69,6 +70,7 @@ KINDS: dict[str, Kind] = {
         _derived(kinds.ACTIVATION_RECORDED, memory.ActivationRecorded, "dynamics"),
         _derived(kinds.TIER_PROMOTED, memory.TierPromoted, "dynamics"),
         _derived(kinds.COMMUNITY_DETECTED, memory.CommunityDetected, "dynamics"),
+        _derived(kinds.LLM_USED, llm.LLMUsed, "costs"),
     )
 }
 DERIVED_KINDS = frozenset(name for name, kind in KINDS.items() if kind.derived)

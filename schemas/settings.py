@@ -9,6 +9,9 @@ Standard library only: the hook imports this on every call.
 - REVERIE_EMBEDDING_MODEL: the sentence-transformers model that embeds memories (default:
   all-MiniLM-L6-v2, shipped in a wheel and loaded offline). Another name or path is loaded the
   usual sentence-transformers way, which may download it.
+- REVERIE_HOOKS_OFF: set (to anything but empty) to make `reverie hook` exit at once, recording
+  nothing: reverie sets it for the Claude Code it runs itself (`claude -p` extraction), so that
+  run is never recorded and never recurses into extraction.
 """
 
 import os
@@ -17,6 +20,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+HOOKS_OFF = "REVERIE_HOOKS_OFF"
 STREAM = "reverie:events"
 GROUP = "reverie:archivers"
 QUEUE = "reverie"
@@ -82,6 +86,11 @@ class Settings:
         import hashlib
 
         return hashlib.blake2b(self.home.encode(), digest_size=6).hexdigest()
+
+    @property
+    def settings_file(self) -> str:
+        """The user's settings (TOML): the LLM extractor's, for now (workers/extraction/llm/)."""
+        return self._path("settings.toml")
 
     @property
     def socket_path(self) -> str:

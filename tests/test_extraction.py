@@ -25,7 +25,8 @@ from workers.dispatcher import Dispatcher
 from workers.extraction.derive import derive, derive_session
 from workers.extraction.episodes import episodes
 from workers.extraction.failures import command_key, signature
-from workers.extraction.files import entity_id, file_entities
+from workers.extraction.files import canonical_name, entity_id, file_entities
+from workers.extraction.manifests import dependencies
 from workers.jobs import enqueue_extraction, extract_batch
 from workers.redis_client import connect
 
@@ -382,3 +383,86 @@ def test_a_failure_a_pipe_hid_is_a_failure_and_a_rerun_that_changed_nothing_fixe
         "pytest",
     ]
     assert not [d for d in found if d.kind == kinds.FACT_ASSERTED]  # a flake, or nothing we saw
+
+
+def read(path: str, content: str) -> Event:
+    payload = {
+        "tool_name": "Read",
+        "tool_input": {"file_path": path},
+        "tool_response": {"type": "text", "file": {"filePath": path, "content": content}},
+    }
+    return make_event(
+        kinds.TOOL_USED, payload, id=new_event_id(), ts=NOW, recorded_at=NOW, project="/home/u/app",
+        source="test", session_id="s",
+    )  # fmt: skip
+
+
+MANIFEST_CASES = [
+    (
+        "package.json",
+        '{"dependencies": {"react": "^18.2.0"}, "devDependencies": {"vitest": "1.6.0"}}',
+        {("react", "^18.2.0", False), ("vitest", "1.6.0", True)},
+    ),
+    (
+        "pyproject.toml",
+        '[project]\ndependencies = ["duckdb>=1.1", "rq[cli] ~= 2.0; python_version>\'3.9\'"]\n'
+        '[project.optional-dependencies]\ntest = ["pytest"]\n',
+        {("duckdb", ">=1.1", False), ("rq", "~= 2.0", False), ("pytest", "", True)},
+    ),
+    (
+        "requirements.txt",
+        "# pinned\n-r base.txt\nredis==5.0.1\nmsgspec\n",
+        {("redis", "==5.0.1", False), ("msgspec", "", False)},
+    ),
+    (
+        "Cargo.toml",
+        '[dependencies]\nserde = { version = "1.0", features = ["derive"] }\ntokio = "1"\n'
+        '[dev-dependencies]\ninsta = "1.34"\n',
+        {("serde", "1.0", False), ("tokio", "1", False), ("insta", "1.34", True)},
+    ),
+    (
+        "go.mod",
+        "module x\n\ngo 1.22\n\nrequire (\n\tgithub.com/spf13/cobra v1.8.0\n)\n"
+        "require golang.org/x/sync v0.7.0\n",
+        {("github.com/spf13/cobra", "v1.8.0", False), ("golang.org/x/sync", "v0.7.0", False)},
+    ),
+    (
+        "mix.exs",
+        '  defp deps do\n    [\n      # {:dep_from_hexpm, "~> 0.3.0"},\n      {:phoenix, "~> 1.8"},\n'
+        '      {:credo, "~> 1.7", only: [:dev, :test], runtime: false},\n      {:x, github: "u/x"}\n    ]\n',
+        {("phoenix", "~> 1.8", False), ("credo", "~> 1.7", True), ("x", "from github", False)},
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "content", "expected"), MANIFEST_CASES, ids=[c[0] for c in MANIFEST_CASES])
+def test_a_manifest_the_agent_reads_declares_the_projects_dependencies(
+    name: str, content: str, expected: set[tuple[str, str, bool]]
+) -> None:
+    found = {(d.name, d.version, d.dev) for d in dependencies([read(f"/home/u/app/{name}", content)])}
+    assert found == expected
+
+
+def test_a_dependency_is_a_library_the_project_depends_on_and_a_new_version_rewords_the_fact() -> None:
+    old = read("/home/u/app/package.json", '{"dependencies": {"react": "^17.0.0"}}')
+    new = read("/home/u/app/package.json", '{"dependencies": {"react": "^18.2.0"}}')
+    [before], [after] = facts_of([old]), facts_of([new])
+    assert (before.relation, before.category, before.description) == (
+        "depends_on",
+        "stack",
+        "app depends on react ^17.0.0",
+    )
+    assert after.fact_id == before.fact_id and after.description == "app depends on react ^18.2.0"
+    assert after.target == entity_id("library", "react", "/home/u/app")
+    other_spelling = read("/home/u/app/requirements.txt", "React==18.3\n")
+    [again] = facts_of([other_spelling])
+    assert (again.fact_id, again.target) == (after.fact_id, after.target)  # one library, however spelled
+    broken = read("/home/u/app/package.json", '{"dependencies": {"react": ')  # a partial read says nothing
+    assert facts_of([broken]) == []
+
+
+@pytest.mark.parametrize(
+    "name", ["AuthProvider", "the auth provider", "auth_provider", "Auth-Provider", "AUTHProvider"]
+)
+def test_the_spellings_of_one_name_are_one_canonical_name(name: str) -> None:
+    assert canonical_name(name) == "auth provider"

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 from schemas.settings import Settings
-from tests.conftest import BIN, Stack, run_hook, wait_for
+from tests.conftest import BIN, RECORDED, Stack, run_hook, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -73,7 +73,8 @@ def test_a_full_disk_never_stops_the_stack(small_disk: str, env: dict[str, str])
         os.unlink(filler)
         wait_for(
             lambda: (
-                sorted(p for (p,) in stack.query("select payload->>'prompt' from events")) == sorted(sent)
+                sorted(p for (p,) in stack.query(f"select payload->>'prompt' from events where {RECORDED}"))
+                == sorted(sent)
             ),
             timeout=120,
             what="every event archived once space returned",

@@ -52,6 +52,17 @@ def test_without_redis_the_event_is_spooled_whole(home: str) -> None:
     assert json.loads(bytes(event.payload))["prompt"] == "fix the build"
 
 
+def test_with_hooks_off_the_hook_records_nothing_and_prints_nothing(env: dict[str, str], home: str) -> None:
+    payload = {"session_id": "s1", "hook_event_name": "UserPromptSubmit", "prompt": "fix the build"}
+    result = run_hook(
+        json.dumps(payload).encode(), {**env, "REDIS_URL": "redis://127.0.0.1:1", "REVERIE_HOOKS_OFF": "1"}
+    )
+    assert (result.returncode, result.stdout) == (0, b"")
+    assert spooled(Settings(home).spool_dir) == [] and count_dead_letters(Settings(home).dead_letter_dir) == 0
+    recorded = run_hook(json.dumps(payload).encode(), {**env, "REDIS_URL": "redis://127.0.0.1:1"})
+    assert recorded.returncode == 0 and len(spooled(Settings(home).spool_dir)) == 1  # the same, recorded
+
+
 def test_a_bad_redis_url_still_spools(home: str) -> None:
     env = {"REVERIE_HOME": home, "REDIS_URL": "mongodb://nope"}
     assert record_hook(["Stop"], Pipe(b'{"session_id": "s"}'), env) == "spool"

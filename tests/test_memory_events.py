@@ -7,7 +7,7 @@ import msgspec
 import pytest
 
 from reverie.testing import make_event
-from schemas import events, kinds, memory, registry
+from schemas import events, kinds, llm, memory, registry
 from schemas.ids import new_event_id
 
 NOW = datetime(2026, 11, 22, 9, 30, tzinfo=UTC)
@@ -62,6 +62,9 @@ SAMPLES: dict[str, msgspec.Struct] = {
     kinds.OPINION_FORMED: memory.OpinionFormed(opinion_id="o1", statement="DuckDB fits", confidence=0.6),
     kinds.OPINION_REVISED: memory.OpinionRevised(opinion_id="o1", confidence=0.3, reason="lock contention"),
     kinds.OBSERVATION_FORMED: memory.ObservationFormed(observation_id="b1", statement="tests run slow"),
+    kinds.LLM_USED: llm.LLMUsed(
+        provider="openai", model="qwen3", input_tokens=900, output_tokens=120, outcome="extracted"
+    ),
 }
 
 

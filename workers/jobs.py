@@ -19,12 +19,15 @@ from ingest.emit import Emitter
 from projections.event_log import EventLog, Quarantined, to_events
 from schemas import kinds
 from schemas.events import Event
+from schemas.llm import LLMUsed
 from schemas.settings import Settings
 from workers.extraction import EXTRACTOR
 from workers.extraction.derive import Derived, derive, derive_session
 from workers.extraction.episodes import episodes
 from workers.extraction.known import Memory
 from workers.extraction.lifecycle import settle
+from workers.extraction.llm.config import BadSettings, LLMSettings, llm_settings
+from workers.extraction.llm.extractor import ask, memories
 from workers.logs import quarantine_logger
 
 log = structlog.get_logger("reverie.jobs")
@@ -78,25 +81,51 @@ def enqueue_episode(
 def extract_session(
     event_log_dir: str, session_id: str, client: "redis.Redis | None" = None, settings: Settings | None = None
 ) -> dict[str, int]:
-    """Read every event of a session from the log and emit its episode, and what its commands
-    teach (settled against the projections of `settings`, by default the environment's); how
-    many events of each kind. A session whose events are not archived yet fails, and is tried
-    again."""
+    """Read every event of a session from the log and emit its episode and what its commands
+    teach, and, when an LLM is configured, what the model reads in it (its episode then, unless
+    it fell back), all settled against the projections of `settings` (by default the
+    environment's); how many events of each kind. A session whose events are not archived yet
+    fails, and is tried again."""
     events = _session_events(event_log_dir, session_id)
     if not events:
         raise LookupError(f"no event of session {session_id} is in the log yet")
     emitted: Counter[str] = Counter()
-    known = Memory(settings or Settings.from_env())
+    settings = settings or Settings.from_env()
+    known = Memory(settings)
     with known, Emitter(client or _job_connection(), kinds.SOURCE_WORKER, EXTRACTOR) as out:
-        for episode, project, causes in episodes(events):
-            found = Derived(kinds.EPISODE_RECORDED, episode, project, causes, session_id, episode.episode_id)
-            _emit(out, found)
-            emitted[found.kind] += 1
-        for found in settle(derive_session(events), known.facts, known.cosine):
-            _emit(out, found)
-            emitted[found.kind] += 1
+        found: list[Derived] = []
+        if (llm := _llm(settings)) is not None:
+            asked = ask(llm, events, known.tokens_today())
+            found.append(_spent(asked.used, events))
+            if asked.extracted is not None:
+                found += memories(asked.extracted, events)
+        if not any(f.kind == kinds.EPISODE_RECORDED for f in found):  # no LLM, or it fell back
+            found += [
+                Derived(kinds.EPISODE_RECORDED, e, p, c, session_id, e.episode_id)
+                for e, p, c in episodes(events)
+            ]
+        found += derive_session(events)
+        for each in settle(found, known.facts, known.cosine):
+            _emit(out, each)
+            emitted[each.kind] += 1
     log.info("session.extracted", session=session_id, events=len(events), emitted=dict(emitted))
     return dict(emitted)
+
+
+def _llm(settings: Settings) -> LLMSettings | None:
+    try:
+        return llm_settings(settings)
+    except BadSettings as e:
+        log.warning("llm.misconfigured", error=str(e), using="the deterministic extractor")
+        return None
+
+
+def _spent(used: LLMUsed, events: list[Event]) -> Derived:
+    ordered = sorted(events, key=lambda e: (e.ts, e.id))
+    first, last = ordered[0], ordered[-1]
+    causes = tuple(sorted({first.id, last.id}))
+    key = f"{first.session_id}:{used.provider}:{used.model}"
+    return Derived(kinds.LLM_USED, used, first.project, causes, first.session_id, key)
 
 
 def _emit(out: Emitter, found: Derived) -> None:

@@ -6,7 +6,8 @@ in process, once the server answers, until the worker is asked to stop (SIGINT o
 RQ handles: a job under way finishes first).
 
 Extraction settles facts by their embeddings' cosine: the worker loads the embedder's model
-once as it starts (~10 s here), and every work horse it forks finds it loaded.
+once, after it has registered and before its first job (~10 s here), and every work horse it
+forks finds it loaded.
 
 RQ forks its scheduler (which the retries wait on) and a work horse per job: each dies with the
 worker, so a worker killed outright leaves no process behind (Linux; elsewhere they end when
@@ -33,13 +34,21 @@ _PAUSE_S = 1.0  # between looks for a server that is away
 
 
 class _Worker(Worker):
-    """RQ's worker, which also tells `stopped` when it is asked to stop."""
+    """RQ's worker, which also tells `stopped` when it is asked to stop, and loads the
+    embedder's model once it has said it is here, before its first job."""
 
     stopped: threading.Event
+    settings: Settings
 
     def request_stop(self, signum: Any, frame: Any) -> None:
         self.stopped.set()
         super().request_stop(signum, frame)  # type: ignore[no-untyped-call]
+
+    def bootstrap(self, *args: Any, **kwargs: Any) -> None:
+        super().bootstrap(*args, **kwargs)
+        preload(self.settings)  # before RQ forks a work horse per job: each finds the model loaded
+        if self.stopped.is_set():  # asked to stop meanwhile, before RQ listened
+            self._stop_requested = True
 
 
 _PR_SET_PDEATHSIG = 1
@@ -65,7 +74,6 @@ def run_worker(settings: Settings, stop: threading.Event) -> None:
     Redis is away."""
     if sys.platform == "linux":
         _die_with_parents()
-    preload(settings)  # before RQ forks a work horse per job: each finds the model loaded
     rounds = 0
     while not stop.is_set():
         if not is_up(settings):
@@ -78,6 +86,7 @@ def run_worker(settings: Settings, stop: threading.Event) -> None:
         name = f"{socket.gethostname()}.{os.getpid()}" + (f".{rounds}" if rounds > 1 else "")
         worker = _Worker([Queue(QUEUE, connection=client)], connection=client, name=name)
         worker.stopped = stop
+        worker.settings = settings
         try:
             worker.work(logging_level="INFO", with_scheduler=True)  # RQ's retries wait on it
         except (OSError, ValueError) as e:  # lost Redis while starting or stopping

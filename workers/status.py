@@ -18,6 +18,8 @@ from projections.store import current_store
 from projections.vectors import MANIFEST, vectors_path
 from schemas.settings import GROUP, QUEUE, STREAM, Settings
 from workers.dispatcher import HEARTBEAT_PREFIX, Heartbeat
+from workers.extraction.known import Memory
+from workers.extraction.llm.config import BadSettings, llm_settings
 from workers.redis_client import connect
 from workers.supervisor import running_pid
 
@@ -63,6 +65,8 @@ class StackStatus(msgspec.Struct, frozen=True, kw_only=True):
     disk_free: int | None = None  # bytes free for the data directory
     disk_full: bool = False  # too little to write a segment, a snapshot, a spooled event
     redis_write_error: str | None = None  # the server cannot write its append-only file
+    llm: str = "off"  # the LLM extractor: off, its provider, model and budget, or what is wrong
+    llm_tokens_today: int = 0  # LLM tokens spent today (UTC), as the last snapshot counts them
 
 
 def _group_info(client: "redis.Redis") -> dict[str, Any]:
@@ -146,6 +150,23 @@ def _redis_write_error(client: "redis.Redis") -> str | None:
     return None
 
 
+def _llm(settings: Settings) -> str:
+    try:
+        llm = llm_settings(settings)
+    except BadSettings as e:
+        return f"misconfigured, so off: {e}"
+    if llm is None:
+        return "off (deterministic extraction only)"
+    where = llm.command if llm.provider == "claude-cli" else llm.base_url
+    model = f" {llm.model}" if llm.model else ""
+    return f"{llm.provider}{model} ({where}), at most {llm.daily_token_budget:,} tokens a day"
+
+
+def _tokens_today(settings: Settings) -> int:
+    with Memory(settings) as memory:
+        return memory.tokens_today()
+
+
 def stack_status(settings: Settings) -> StackStatus:
     event_log = EventLog(settings.event_log_dir)
     free, full = _disk(settings) or (None, False)
@@ -162,6 +183,8 @@ def stack_status(settings: Settings) -> StackStatus:
         quarantined=event_log.quarantined(),
         projections_published_at=_modified_at(_snapshot(settings)),
         vectors_published_at=_modified_at(_manifest(settings)),
+        llm=_llm(settings),
+        llm_tokens_today=_tokens_today(settings),
     )
     client = connect(settings, timeout=1.0)
     try:

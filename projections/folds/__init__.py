@@ -13,7 +13,7 @@ The schema version (projections/store.py) is a hash of SCHEMA and FOLDS: change 
 store of the old version is rebuilt from the log.
 """
 
-from projections.folds import base, dynamics, episodes, facts, sessions, signals, tools
+from projections.folds import base, costs, dynamics, episodes, facts, sessions, signals, tools
 from projections.folds.facts import FACTS_AS_OF
 
 BY_FAMILY = {
@@ -23,6 +23,7 @@ BY_FAMILY = {
     "episodes": episodes,
     "signals": signals,
     "dynamics": dynamics,
+    "costs": costs,
 }
 SCHEMA = "\n".join([base.TABLES, *(family.TABLES for family in BY_FAMILY.values())])
 FOLDS: list[tuple[str, str]] = [
@@ -33,6 +34,7 @@ FOLDS: list[tuple[str, str]] = [
     *episodes.FOLDS,
     *signals.FOLDS,
     *dynamics.FOLDS,
+    *costs.FOLDS,
 ]
 
 __all__ = ["BY_FAMILY", "FACTS_AS_OF", "FOLDS", "SCHEMA"]

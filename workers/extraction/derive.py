@@ -1,6 +1,8 @@
 """What one batch of events teaches, as derived events: the files its tools name, the commits
-git took, what the user's prompts state (decisions, rules, things to remember), and the
-errors, fixes and key concepts of Claude Code's compaction summaries.
+git took, what the user's prompts state (decisions, rules, things to remember), the errors,
+fixes and key concepts of Claude Code's compaction summaries, and the dependencies of the
+manifests its agent read. What a whole session's commands teach (errors and their fixes, the
+checks it ran): `derive_session`.
 
 Pure: the same events always give the same derived events, with the same keys, so any worker
 running the job, any number of times, emits the same events (ingest/emit.py).
@@ -18,7 +20,8 @@ from schemas.events import Event
 from schemas.ontology import Relation, topic_of, tulving_type
 from workers.extraction.commits import commits
 from workers.extraction.failures import CHECKS, Fixed, fixes, runs
-from workers.extraction.files import entity_id, file_entities
+from workers.extraction.files import canonical_name, entity_id, file_entities
+from workers.extraction.manifests import dependencies
 from workers.extraction.statements import Said, statements
 from workers.extraction.summaries import bullets
 
@@ -50,6 +53,7 @@ def derive(events: Iterable[Event]) -> Iterator[Derived]:
     yield from _commits(events)
     yield from _statements(events)
     yield from _summaries(events)
+    yield from _dependencies(events)
 
 
 def derive_session(events: list[Event]) -> Iterator[Derived]:
@@ -214,6 +218,41 @@ def _statements(events: list[Event]) -> Iterator[Derived]:
                 category=category,
                 dimensions=dimensions,
             )
+
+
+def _dependencies(events: list[Event]) -> Iterator[Derived]:
+    """Each dependency a manifest declares: a library, and the project's fact about it (one fact
+    per library: a later version rewords it)."""
+    by_id = {e.id: e for e in events}
+    latest = {(by_id[d.event_id].project, canonical_name(d.name)): d for d in dependencies(events)}
+    for (project, name), dependency in sorted(latest.items()):
+        event = by_id[dependency.event_id]
+        library = memory.EntityObserved(
+            entity_id=entity_id("library", canonical_name(name), project),
+            type="library",
+            name=name,
+            normalized_name=canonical_name(name),
+            aliases=[name],
+            properties={"project": project, "version": dependency.version, "manifest": dependency.manifest},
+        )
+        causes = (event.id,)
+        yield Derived(kinds.ENTITY_OBSERVED, library, project, causes, event.session_id, library.entity_id)
+        about = subject("project", project)
+        relation: Relation = "uses" if dependency.dev else "depends_on"
+        said = "uses, to develop," if dependency.dev else "depends on"
+        description = f"{about.name} {said} {name} {dependency.version}".strip()
+        fact = memory.FactAsserted(
+            fact_id=fact_id(project, relation, canonical_name(name)),
+            source=about.entity_id,
+            relation=relation,
+            target=library.entity_id,
+            description=description,
+            category="stack",
+            topic=topic_of(description),
+            dimensions=memory.Dimensions(what=name, where=os.path.basename(dependency.manifest)),
+        )
+        yield Derived(kinds.ENTITY_OBSERVED, about, project, causes, event.session_id, about.entity_id)
+        yield Derived(kinds.FACT_ASSERTED, fact, project, causes, event.session_id, fact.fact_id)
 
 
 def _summaries(events: list[Event]) -> Iterator[Derived]:

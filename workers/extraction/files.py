@@ -28,6 +28,19 @@ class Mention(msgspec.Struct, frozen=True):
     event_id: str
 
 
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+_SEPARATORS = re.compile(r"[\s_-]+")
+_ARTICLES = frozenset({"the", "a", "an", "le", "la", "les", "l'", "un", "une"})
+
+
+def canonical_name(name: str) -> str:
+    """One spelling for the names of one thing: "AuthProvider", "the auth provider",
+    "auth_provider" and "auth-provider" are all "auth provider". (A file is named by its path,
+    never by this: auth_provider.py stays a file.)"""
+    words = _SEPARATORS.split(_CAMEL.sub(" ", name.strip()).lower())
+    return " ".join(w for w in words if w and w not in _ARTICLES)
+
+
 def entity_id(entity_type: str, normalized_name: str, project: str = "") -> str:
     """The id of an entity: the same thing, named the same way, in the same project is one."""
     digest = hashlib.blake2b(f"{project}\0{normalized_name}".encode(), digest_size=10).hexdigest()

@@ -59,6 +59,20 @@ class Memory:
         fields = ("fact_id", "source", "relation", "description", "confidence", "memory_type", "versions")
         return [Known(**dict(zip(fields, row, strict=True))) for row in rows]
 
+    def tokens_today(self) -> int:
+        """The LLM tokens the snapshot says were spent today (UTC), all projects."""
+        if self.db is None:
+            return 0
+        query = (
+            "SELECT coalesce(sum(input_tokens + output_tokens), 0) FROM projections.llm_usage "
+            "WHERE day = CAST(timezone('UTC', now()) AS DATE)"
+        )
+        try:
+            [(spent,)] = self.db.execute(query).fetchall()
+        except duckdb.Error:  # a snapshot from before LLM extraction
+            return 0
+        return int(spent)
+
     def cosine(self, text: str, others: Sequence[str]) -> list[float]:
         vectors = _encoder(self.settings.embedding_model).encode([text, *others])
         return [float(v) for v in vectors[1:] @ vectors[0]]

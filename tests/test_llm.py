@@ -1,0 +1,332 @@
+"""The LLM extractor's contract, on loopback: a fake OpenAI-compatible server and a fake
+Anthropic Messages server answer well, badly (malformed JSON, refusals, HTTP 429 and 500) or
+never; every bad answer falls back on the deterministic extractor without losing the session."""
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import fakeredis
+import msgspec
+import pytest
+
+from projections.event_log import EventLog
+from reverie.testing import make_event, streamed
+from schemas import kinds, memory
+from schemas.events import Event
+from schemas.ids import new_event_id
+from schemas.llm import Extracted, extracted_schema
+from schemas.settings import Settings
+from workers.extraction.llm.config import BadSettings, LLMSettings, llm_settings
+from workers.extraction.llm.extractor import ask, digest, memories
+from workers.jobs import extract_session
+
+GOOD = {
+    "entities": [{"name": "pnpm", "type": "tool"}],
+    "facts": [
+        {
+            "subject": "the project", "relation": "USES", "object": "pnpm", "category": "stack",
+            "statement": "The frontend installs its packages with pnpm, not npm.", "confidence": 0.9,
+        }
+    ],
+    "episode": {"title": "Move the frontend to pnpm", "summary": "Switched to pnpm; the build passes.",
+                "outcome": "success"},
+}  # fmt: skip
+# Behaviour: what the fake answers one request with: (status, body as JSON or raw bytes, delay in s)
+Answer = tuple[int, Any, float]
+
+
+class FakeLLM:
+    """An HTTP server on loopback that answers each request with the next of `answers` (the last
+    one again once they run out) and keeps every request body."""
+
+    def __init__(self, answers: list[Answer]) -> None:
+        self.answers = answers
+        self.requests: list[dict[str, Any]] = []
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+                fake.requests.append({"path": self.path, **body})
+                status, body, delay = fake.answers[min(len(fake.requests), len(fake.answers)) - 1]
+                time.sleep(delay)
+                data = body if isinstance(body, bytes) else json.dumps(body).encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except OSError:  # the client gave up waiting
+                    pass
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def anthropic_says(content: Any, stop_reason: str = "tool_use") -> dict[str, Any]:
+    block = {"type": "tool_use", "id": "t1", "name": "record_memory", "input": content}
+    if isinstance(content, str):
+        block = {"type": "text", "text": content}
+    return {"type": "message", "role": "assistant", "content": [block], "stop_reason": stop_reason,
+            "usage": {"input_tokens": 1200, "output_tokens": 300}}  # fmt: skip
+
+
+def openai_says(content: Any, refusal: str | None = None) -> dict[str, Any]:
+    text = content if isinstance(content, str) else json.dumps(content)
+    message = {"role": "assistant", "content": None if refusal else text, "refusal": refusal}
+    return {"choices": [{"message": message}], "usage": {"prompt_tokens": 1000, "completion_tokens": 250}}
+
+
+SAYS: dict[str, Callable[[Any], dict[str, Any]]] = {"anthropic": anthropic_says, "openai": openai_says}
+REFUSAL: dict[str, dict[str, Any]] = {
+    "anthropic": anthropic_says("I can't help with that.", stop_reason="refusal"),
+    "openai": openai_says("", refusal="I can't help with that."),
+}
+
+
+@pytest.fixture(params=["anthropic", "openai"])
+def provider(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[[list[Answer]], FakeLLM]]:
+    started: list[FakeLLM] = []
+
+    def start(answers: list[Answer]) -> FakeLLM:
+        started.append(FakeLLM(answers))
+        return started[-1]
+
+    yield start
+    for fake in started:
+        fake.close()
+
+
+def configured(provider: str, fake: FakeLLM, budget: int = 100_000) -> LLMSettings:
+    base = fake.url if provider == "anthropic" else f"{fake.url}/v1"
+    return LLMSettings(
+        provider=provider,  # type: ignore[arg-type]
+        model="m",
+        base_url=base,
+        daily_token_budget=budget,
+        timeout_s=2,
+    )
+
+
+T0 = datetime(2026, 3, 2, 10, tzinfo=UTC)
+
+
+def session(project: str = "/home/u/web") -> list[Event]:
+    said: list[tuple[str, dict[str, Any]]] = [
+        (kinds.SESSION_STARTED, {"source": "startup"}),
+        (kinds.PROMPT_SUBMITTED, {"prompt": "Move the frontend to pnpm, npm keeps breaking the lockfile."}),
+        (
+            kinds.TOOL_USED,
+            {
+                "tool_name": "Bash",
+                "tool_input": {"command": "pnpm install"},
+                "tool_response": {"stdout": "done"},
+            },
+        ),
+        (
+            kinds.ASSISTANT_STOPPED,
+            {"last_assistant_message": "The frontend now uses pnpm; the build passes."},
+        ),
+    ]
+    return [
+        make_event(kind, {"session_id": "s1", **payload}, id=new_event_id(int(at(n).timestamp() * 1000)),
+                   ts=at(n), recorded_at=at(n), project=project, source=kinds.SOURCE_CLAUDE_CODE,
+                   session_id="s1")
+        for n, (kind, payload) in enumerate(said)
+    ]  # fmt: skip
+
+
+def at(seconds: float) -> datetime:
+    return T0 + timedelta(seconds=seconds)
+
+
+def test_the_schema_is_strict_and_self_contained() -> None:
+    schema = extracted_schema()
+    assert "$ref" not in json.dumps(schema) and schema["required"] == ["entities", "facts", "episode"]
+    with pytest.raises(msgspec.ValidationError):
+        msgspec.convert({**GOOD, "extra": 1}, Extracted)
+    with pytest.raises(msgspec.ValidationError):
+        msgspec.convert({**GOOD, "episode": {"title": "t", "summary": "s", "outcome": "great"}}, Extracted)
+
+
+def test_a_good_answer_becomes_entities_facts_and_the_episode(
+    provider: str, serve: Callable[[list[Answer]], FakeLLM]
+) -> None:
+    fake = serve([(200, SAYS[provider](GOOD), 0)])
+    asked = ask(configured(provider, fake), session(), spent_today=0)
+    assert asked.extracted is not None and asked.used.outcome == "extracted"
+    assert asked.used.input_tokens > 0 and asked.used.output_tokens > 0
+    [request] = fake.requests
+    assert "pnpm" in json.dumps(request) and request["path"] in ("/v1/messages", "/v1/chat/completions")
+    found = list(memories(asked.extracted, session()))
+    [fact] = [d.payload for d in found if isinstance(d.payload, memory.FactAsserted)]
+    assert (fact.relation, fact.category, fact.confidence) == ("uses", "stack", 0.9)
+    [episode] = [d.payload for d in found if isinstance(d.payload, memory.EpisodeRecorded)]
+    assert (episode.title, episode.outcome, episode.session_id) == (
+        "Move the frontend to pnpm",
+        "success",
+        "s1",
+    )
+    assert all(d.project == "/home/u/web" for d in found)
+
+
+def test_a_malformed_answer_is_repaired_once(provider: str, serve: Callable[[list[Answer]], FakeLLM]) -> None:
+    broken = {**GOOD, "facts": [{"subject": "x"}]} if provider == "anthropic" else '{"entities": [,'
+    fake = serve([(200, SAYS[provider](broken), 0), (200, SAYS[provider](GOOD), 0)])
+    asked = ask(configured(provider, fake), session(), spent_today=0)
+    assert asked.extracted is not None and asked.used.outcome == "repaired"
+    assert len(fake.requests) == 2 and "not valid" in json.dumps(fake.requests[1])
+    assert asked.used.input_tokens == 2 * (1200 if provider == "anthropic" else 1000)  # both calls counted
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [
+        "malformed twice",
+        "refusal",
+        "HTTP 429",
+        "HTTP 500",
+        "not JSON at all",
+        "timeout",
+        "refused connection",
+    ],
+)
+def test_every_bad_answer_falls_back_and_says_why(
+    provider: str, failure: str, serve: Callable[[list[Answer]], FakeLLM]
+) -> None:
+    answers: dict[str, list[Answer]] = {
+        "malformed twice": [(200, SAYS[provider]('{"entities": "no"}'), 0)],
+        "refusal": [(200, REFUSAL[provider], 0)],
+        "HTTP 429": [(429, {"error": {"type": "rate_limit_error"}}, 0)],
+        "HTTP 500": [(500, {"error": {"type": "api_error"}}, 0)],
+        "not JSON at all": [(200, b"<html>bad gateway</html>", 0)],
+        "timeout": [(200, SAYS[provider](GOOD), 5)],
+        "refused connection": [(200, SAYS[provider](GOOD), 0)],
+    }
+    fake = serve(answers[failure])
+    settings = configured(provider, fake)
+    if failure == "refused connection":
+        fake.close()
+    started = time.monotonic()
+    asked = ask(settings, session(), spent_today=0)
+    assert asked.extracted is None and asked.used.outcome == "fell_back" and asked.used.reason
+    assert time.monotonic() - started < 2 * settings.timeout_s + 2  # never waits past its timeouts
+
+
+def test_a_spent_budget_asks_nothing(provider: str, serve: Callable[[list[Answer]], FakeLLM]) -> None:
+    fake = serve([(200, SAYS[provider](GOOD), 0)])
+    asked = ask(configured(provider, fake, budget=5_000), session(), spent_today=5_000)
+    assert asked.extracted is None and asked.used.outcome == "over_budget" and fake.requests == []
+
+
+def test_the_digest_is_the_sessions_words_within_its_limit() -> None:
+    text = digest(session())
+    assert text.startswith("USER: Move the frontend to pnpm") and "AGENT: The frontend now uses pnpm" in text
+    long = session() + [
+        make_event(kinds.PROMPT_SUBMITTED, {"prompt": f"step {n} " + "x" * 1400}, id=new_event_id(),
+                   ts=at(60 * n), recorded_at=T0, project="/home/u/web", source=kinds.SOURCE_CLAUDE_CODE,
+                   session_id="s1")
+        for n in range(1, 60)
+    ]  # fmt: skip
+    cut = digest(long)
+    assert len(cut) < 31_000 and "characters left out" in cut and "step 59" in cut and "USER: Move" in cut
+
+
+def test_settings_need_a_provider_and_a_daily_cap(home: str) -> None:
+    settings = Settings(home)
+    assert llm_settings(settings, {}) is None  # off by default
+    with pytest.raises(BadSettings, match="daily_token_budget"):
+        llm_settings(settings, {"REVERIE_LLM_PROVIDER": "openai"})
+    with open(settings.settings_file, "w") as f:
+        f.write('[llm]\nprovider = "anthropic"\ndaily_token_budget = 50000\n')
+    found = llm_settings(settings, {"REVERIE_LLM_MODEL": "claude-x"})
+    assert found is not None and (found.provider, found.model, found.daily_token_budget) == (
+        "anthropic",
+        "claude-x",
+        50_000,
+    )
+    with pytest.raises(BadSettings, match="choose claude-cli, anthropic or openai"):
+        llm_settings(settings, {"REVERIE_LLM_PROVIDER": "gemini"})
+
+
+def extracted_session(
+    settings: Settings, env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> list[Event]:
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    EventLog(settings.event_log_dir).append(session())
+    client = fakeredis.FakeRedis()
+    extract_session(settings.event_log_dir, "s1", client, settings)
+    return streamed(client)
+
+
+def test_a_session_extracted_by_the_llm_records_its_cost_and_the_models_episode(
+    settings: Settings, serve: Callable[[list[Answer]], FakeLLM], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = serve([(200, openai_says(GOOD), 0)])
+    env = {
+        "REVERIE_LLM_PROVIDER": "openai",
+        "REVERIE_LLM_BASE_URL": f"{fake.url}/v1",
+        "REVERIE_LLM_DAILY_TOKEN_BUDGET": "9000",
+    }
+    emitted = extracted_session(settings, env, monkeypatch)
+    [used] = [msgspec.json.decode(e.payload) for e in emitted if e.kind == kinds.LLM_USED]
+    assert (used["outcome"], used["input_tokens"], used["output_tokens"]) == ("extracted", 1000, 250)
+    [episode] = [msgspec.json.decode(e.payload) for e in emitted if e.kind == kinds.EPISODE_RECORDED]
+    assert episode["title"] == "Move the frontend to pnpm"
+    assert any(e.kind == kinds.FACT_ASSERTED and b"pnpm, not npm" in bytes(e.payload) for e in emitted)
+
+
+def test_a_session_the_llm_fails_on_is_extracted_deterministically_not_dropped(
+    settings: Settings, serve: Callable[[list[Answer]], FakeLLM], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = serve([(500, {"error": "down"}, 0)])
+    env = {
+        "REVERIE_LLM_PROVIDER": "anthropic",
+        "REVERIE_LLM_BASE_URL": fake.url,
+        "REVERIE_LLM_DAILY_TOKEN_BUDGET": "9000",
+    }
+    emitted = extracted_session(settings, env, monkeypatch)
+    [used] = [msgspec.json.decode(e.payload) for e in emitted if e.kind == kinds.LLM_USED]
+    assert used["outcome"] == "fell_back" and "HTTP 500" in used["reason"]
+    [episode] = [msgspec.json.decode(e.payload) for e in emitted if e.kind == kinds.EPISODE_RECORDED]
+    assert episode["title"].startswith(
+        "Move the frontend to pnpm, npm keeps breaking"
+    )  # the deterministic one
+
+
+def test_status_says_whether_the_llm_extracts_and_what_is_wrong(
+    home: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from workers.status import stack_status
+
+    settings = Settings(home)
+    assert stack_status(settings).llm.startswith("off")
+    with open(settings.settings_file, "w") as f:
+        f.write('[llm]\nprovider = "openai"\nmodel = "qwen3:8b"\ndaily_token_budget = 50000\n')
+    state = stack_status(settings)
+    assert (
+        "openai qwen3:8b" in state.llm and "50,000 tokens a day" in state.llm and state.llm_tokens_today == 0
+    )
+    monkeypatch.setenv("REVERIE_LLM_DAILY_TOKEN_BUDGET", "none")
+    assert stack_status(settings).llm.startswith("misconfigured, so off")
