@@ -1,5 +1,6 @@
 """Deterministic extraction against hand labels: precision and recall of facts and entities on
-the two labelled fixture transcripts (tests/data/extraction_labels.json, each label at its
+the two labelled fixture transcripts, all that extraction derives from them (its batches' and
+its finished sessions'), (tests/data/extraction_labels.json, each label at its
 transcript line).
 
 A labelled fact is found when one extracted fact holds all its `match` keywords (in its
@@ -22,7 +23,7 @@ from ingest.transcripts import ImportedEvent, find_transcripts, read_transcript 
 from reverie.testing import imported_event  # noqa: E402
 from schemas import memory  # noqa: E402
 from schemas.events import Event  # noqa: E402
-from workers.extraction.derive import derive  # noqa: E402
+from workers.extraction.derive import derive, derive_session  # noqa: E402
 from workers.extraction.episodes import episodes  # noqa: E402
 
 TRANSCRIPTS = os.path.join(HERE, "..", "..", "shared", "fixtures", "claude-code", "transcripts")
@@ -42,7 +43,7 @@ def session_events(name: str) -> list[Event]:
 
 def score(labelled: dict[str, object]) -> dict[str, object]:
     events = session_events(str(labelled["file"]))
-    payloads = [d.payload for d in derive(events)]
+    payloads = [d.payload for d in [*derive(events), *derive_session(events)]]
     entities = {p.entity_id: p for p in payloads if isinstance(p, memory.EntityObserved)}
     facts = {p.fact_id: p for p in payloads if isinstance(p, memory.FactAsserted)}
 

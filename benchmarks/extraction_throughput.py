@@ -1,9 +1,10 @@
 """Deterministic extraction throughput: the fixture transcripts replayed N times (each copy its
 own sessions and ids), cut into batches as the dispatcher archives them, through what an RQ
-extraction job does with a batch (`derive`) and a session-end job with a session
-(`episodes`). Reads the events from a real event log, as the jobs do, and emits nothing (the
-stream's cost is the dispatcher's benchmark). Prints one JSON line: events/s, derived events,
-and the process's peak RSS.
+extraction job does with a batch (`derive`) and a session-end job with a session (`episodes`,
+`derive_session`); not the settling against memory, which reads a snapshot and the model
+(benchmarks/extraction_scaleout.py times the real jobs). Reads the events from a real event
+log, as the jobs do, and emits nothing (the stream's cost is the dispatcher's benchmark).
+Prints one JSON line: events/s, derived events, and the process's peak RSS.
 
     python benchmarks/extraction_throughput.py [--copies 20] [--batch 5000]
 """
@@ -27,7 +28,7 @@ from projections.event_log import EventLog, to_events  # noqa: E402
 from reverie.testing import imported_event  # noqa: E402
 from schemas.events import Event  # noqa: E402
 from schemas.ids import derived_event_id, id_time_ms  # noqa: E402
-from workers.extraction.derive import derive  # noqa: E402
+from workers.extraction.derive import derive, derive_session  # noqa: E402
 from workers.extraction.episodes import episodes  # noqa: E402
 
 TRANSCRIPTS = os.path.join(HERE, "..", "..", "shared", "fixtures", "claude-code", "transcripts")
@@ -64,7 +65,11 @@ def main() -> None:
             derived += sum(1 for _ in derive(to_events(table)))
         batches_s = time.perf_counter() - started
         episode_started = time.perf_counter()
-        derived += sum(1 for _ in episodes(events))  # what the session jobs do, every session at once
+        sessions: dict[str | None, list[Event]] = {}
+        for event in events:
+            sessions.setdefault(event.session_id, []).append(event)
+        for session in sessions.values():  # what the session jobs do: the episode, the commands' lessons
+            derived += sum(1 for _ in episodes(session)) + sum(1 for _ in derive_session(session))
         episodes_s = time.perf_counter() - episode_started
     finally:
         shutil.rmtree(home, ignore_errors=True)

@@ -466,3 +466,24 @@ def test_a_dependency_is_a_library_the_project_depends_on_and_a_new_version_rewo
 )
 def test_the_spellings_of_one_name_are_one_canonical_name(name: str) -> None:
     assert canonical_name(name) == "auth provider"
+
+
+def test_an_edit_that_adds_a_dependency_to_mix_exs_declares_it() -> None:
+    added = '      {:opentelemetry_api, "~> 1.5"},\n      {:opentelemetry, "~> 1.7"},\n'
+    payload = {
+        "tool_name": "Edit",
+        "tool_input": {"file_path": "/home/u/app/mix.exs", "old_string": "[", "new_string": added},
+    }
+    edit = make_event(
+        kinds.TOOL_USED,
+        payload,
+        id=new_event_id(),
+        ts=NOW,
+        recorded_at=NOW,
+        project="/home/u/app",
+        source="test",
+    )
+    assert {(d.name, d.version) for d in dependencies([edit])} == {
+        ("opentelemetry_api", "~> 1.5"),
+        ("opentelemetry", "~> 1.7"),
+    }

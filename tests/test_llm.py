@@ -3,6 +3,8 @@ Anthropic Messages server answer well, badly (malformed JSON, refusals, HTTP 429
 never; every bad answer falls back on the deterministic extractor without losing the session."""
 
 import json
+import os
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -330,3 +332,177 @@ def test_status_says_whether_the_llm_extracts_and_what_is_wrong(
     )
     monkeypatch.setenv("REVERIE_LLM_DAILY_TOKEN_BUDGET", "none")
     assert stack_status(settings).llm.startswith("misconfigured, so off")
+
+
+# The real Claude Code CLI, from the npm registry, against a fake Anthropic server on loopback.
+CLAUDE_CODE = "2.1.328"
+
+
+@pytest.fixture(scope="session")
+def claude() -> str:
+    """Claude Code's executable, installed from the npm registry once per machine."""
+    folder = os.path.join(os.path.expanduser("~"), ".cache", "reverie-tests", f"claude-code-{CLAUDE_CODE}")
+    executable = os.path.join(folder, "node_modules", ".bin", "claude")
+    if not os.path.exists(executable):
+        subprocess.run(
+            [
+                "npm",
+                "install",
+                "--prefix",
+                folder,
+                "--no-audit",
+                "--no-fund",
+                f"@anthropic-ai/claude-code@{CLAUDE_CODE}",
+            ],
+            check=True,
+            capture_output=True,
+            timeout=600,
+        )
+    version = subprocess.run([executable, "--version"], capture_output=True, text=True, check=True)
+    assert version.stdout.startswith(CLAUDE_CODE), version.stdout
+    return executable
+
+
+class FakeAnthropic:
+    """The Messages API as Claude Code streams it (server-sent events): each run of `claude -p`
+    gets the next of `outputs` as its StructuredOutput tool call (the last again once they run
+    out), then ends its turn; or `status`, if given, for every request."""
+
+    def __init__(self, outputs: list[Any], status: int = 200) -> None:
+        self.outputs, self.status, self.runs = outputs, status, 0
+        self.requests: list[dict[str, Any]] = []
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+                fake.requests.append({"path": self.path, **body})
+                if fake.status != 200:
+                    self.reply(
+                        fake.status, "application/json", b'{"type":"error","error":{"type":"api_error"}}'
+                    )
+                    return
+                self.reply(200, "text/event-stream", fake.stream(body))
+
+            def reply(self, status: int, content_type: str, data: bytes) -> None:
+                self.send_response(status)
+                self.send_header("content-type", content_type)
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def stream(self, body: dict[str, Any]) -> bytes:
+        answered = any(
+            isinstance(m.get("content"), list) and any(c.get("type") == "tool_result" for c in m["content"])
+            for m in body.get("messages", [])
+        )
+        block: dict[str, Any]
+        if answered:  # the tool call was taken: the turn ends
+            block, delta, stop = (
+                {"type": "text", "text": ""},
+                {"type": "text_delta", "text": "Recorded."},
+                "end_turn",
+            )
+        else:
+            self.runs += 1
+            output = self.outputs[min(self.runs, len(self.outputs)) - 1]
+            block = {"type": "tool_use", "id": f"toolu_{self.runs}", "name": "StructuredOutput", "input": {}}
+            delta = {
+                "type": "input_json_delta",
+                "partial_json": output if isinstance(output, str) else json.dumps(output),
+            }
+            stop = "tool_use"
+        usage = {"input_tokens": 1500, "output_tokens": 1}
+        message: dict[str, Any] = {"id": "msg_1", "type": "message", "role": "assistant", "content": []}
+        message |= {"model": body.get("model"), "stop_reason": None, "usage": usage}
+        events = [
+            ("message_start", {"type": "message_start", "message": message}),
+            ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": block}),
+            ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta}),
+            ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+            (
+                "message_delta",
+                {"type": "message_delta", "delta": {"stop_reason": stop}, "usage": {"output_tokens": 200}},
+            ),
+            ("message_stop", {"type": "message_stop"}),
+        ]
+        return "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events).encode()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def claude_env(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A scratch HOME whose Claude Code settings hold a hook that leaves a file if it runs."""
+    ran = str(tmp_path / "a-hook-ran")
+    settings = tmp_path / "home" / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    hook = {"hooks": [{"type": "command", "command": f"touch {ran}"}]}
+    settings.write_text(json.dumps({"hooks": {"SessionStart": [hook], "UserPromptSubmit": [hook]}}))
+    for key, value in {
+        "HOME": str(tmp_path / "home"), "ANTHROPIC_API_KEY": "any", "CLAUDE_CODE_MAX_RETRIES": "0",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    }.items():  # fmt: skip
+        monkeypatch.setenv(key, value)
+    return ran
+
+
+def claude_settings(claude: str, fake: FakeAnthropic, monkeypatch: pytest.MonkeyPatch) -> LLMSettings:
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.url)
+    return LLMSettings(
+        provider="claude-cli",
+        command=claude,
+        model="claude-haiku-4-5",
+        daily_token_budget=100_000,
+        timeout_s=60,
+    )
+
+
+def test_claude_p_extracts_a_session_through_the_real_cli(
+    claude: str, claude_env: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = FakeAnthropic([GOOD])
+    try:
+        asked = ask(claude_settings(claude, fake, monkeypatch), session(), spent_today=0)
+    finally:
+        fake.close()
+    assert asked.used.outcome == "extracted", asked.used.reason
+    assert asked.extracted is not None and asked.extracted.episode.title == "Move the frontend to pnpm"
+    assert (
+        asked.used.input_tokens >= 1500 and asked.used.output_tokens >= 200
+    )  # what the server said it spent
+    first = fake.requests[0]
+    assert first["model"] == "claude-haiku-4-5" and first["stream"] is True
+    assert [t["name"] for t in first["tools"]] == ["StructuredOutput"]  # no other tool: it only answers
+    assert "coding agent" in json.dumps(first["system"]) and "pnpm" in json.dumps(first["messages"])
+    assert not os.path.exists(claude_env)  # the user's hooks never ran: nothing records this run
+
+
+def test_claude_p_is_repaired_once_then_falls_back(
+    claude: str, claude_env: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    broken = {**GOOD, "facts": [{"subject": "x"}]}
+    fake = FakeAnthropic([broken, GOOD])
+    try:
+        repaired = ask(claude_settings(claude, fake, monkeypatch), session(), spent_today=0)
+    finally:
+        fake.close()
+    assert repaired.used.outcome == "repaired" and fake.runs == 2
+    down = FakeAnthropic([GOOD], status=500)
+    try:
+        fell = ask(claude_settings(claude, down, monkeypatch), session(), spent_today=0)
+    finally:
+        down.close()
+    assert fell.extracted is None and fell.used.outcome == "fell_back" and "exited 1" in fell.used.reason

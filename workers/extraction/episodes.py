@@ -23,6 +23,7 @@ from workers.extraction.commits import commits
 from workers.extraction.failures import CHECKS, runs
 from workers.extraction.files import entity_id, mentions
 from workers.extraction.summaries import bullets
+from workers.extraction.tool_uses import tool_uses
 
 _FIRST_SENTENCE = re.compile(r"^.{8,160}?(?:[.!?](?=\s|$)|\n|$)", re.S)
 _INTENT = re.compile(r"Primary Request and Intent:\s*\n\s*(?:[-*]\s*)?(?P<intent>[^\n]{20,})")
@@ -66,7 +67,7 @@ def _checks(events: list[Event]) -> list[tuple[int, bool]]:
 
 
 def _edited(events: list[Event]) -> list[str]:
-    edits = [e for e in events if msgspec.json.decode(e.payload).get("tool_name") in _EDITS]
+    edits = [use.event for use in tool_uses(events) if use.name in _EDITS]
     return list(dict.fromkeys(m.path for m in mentions(edits)))
 
 

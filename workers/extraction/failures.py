@@ -16,11 +16,10 @@ from collections.abc import Iterable, Iterator
 
 import msgspec
 
-from schemas import kinds
 from schemas.events import Event
 from schemas.text import clean
+from workers.extraction.tool_uses import tool_uses
 
-_TOOLS = (kinds.TOOL_USED, kinds.TOOL_FAILED)
 _EDITS = {"Edit", "Write", "MultiEdit", "NotebookEdit"}
 # what runs a program rather than being one
 _RUNNERS = {"uv", "poetry", "pipenv", "npx", "pnpx", "bunx", "sudo", "time", "env", "exec", "nice"}
@@ -110,23 +109,15 @@ def _words(stage: str) -> list[str]:
 
 def runs(events: Iterable[Event]) -> Iterator[Run]:
     """Every shell command among `events`, in order."""
-    for event in events:
-        if event.kind not in _TOOLS:
+    for use in tool_uses(events):
+        command = use.given.get("command")
+        if use.name != "Bash" or not isinstance(command, str) or not (key := command_key(command)):
             continue
-        payload = msgspec.json.decode(event.payload)
-        tool_input = payload.get("tool_input")
-        if payload.get("tool_name") != "Bash" or not isinstance(tool_input, dict):
-            continue
-        command = tool_input.get("command")
-        if not isinstance(command, str) or not (key := command_key(command)):
-            continue
-        output = clean(
-            _output(payload.get("error") if event.kind == kinds.TOOL_FAILED else payload.get("tool_response"))
-        )
+        output = clean(_output(use.payload.get("error") if use.failed else use.payload.get("tool_response")))
         if _REFUSED.search(output[:500]):
             continue  # the user said no: nothing ran
         hidden = bool(CHECKS.match(key)) and bool(_FAILED_OUTPUT.search(output))
-        yield Run(event.id, key, command, event.kind == kinds.TOOL_FAILED or hidden, output)
+        yield Run(use.event.id, key, command, use.failed or hidden, output)
 
 
 def _output(response: object) -> str:
@@ -163,32 +154,17 @@ def fixes(events: list[Event]) -> Iterator[Fixed]:
         if again.failed and signature(again.output) == said:
             continue
         window = ordered[at[run.event_id] + 1 : at[again.event_id]]
-        edits = [e for e in window if _tool(e) in _EDITS]
+        edits = [u for u in tool_uses(window) if u.name in _EDITS]
         ran = [r for r in runs(window) if r.key != run.key]
-        edited = tuple(dict.fromkeys(p for e in edits if (p := _path(e))))
+        edited = tuple(dict.fromkeys(p for u in edits if isinstance(p := u.given.get("file_path"), str)))
         commands = tuple(dict.fromkeys(_first_line(r.command) for r in ran))
         if again.command != run.command:
             commands += (_first_line(again.command),)
-        between = tuple(dict.fromkeys([*(e.id for e in edits), *(r.event_id for r in ran), again.event_id]))
+        between = tuple(
+            dict.fromkeys([*(u.event.id for u in edits), *(r.event_id for r in ran), again.event_id])
+        )
         yield Fixed(run, said, again, edited, commands, between)
 
 
 def _first_line(command: str) -> str:
     return command.strip().split("\n", 1)[0][:120]
-
-
-def _tool(event: Event) -> str | None:
-    if event.kind not in _TOOLS:
-        return None
-    name = msgspec.json.decode(event.payload).get("tool_name")
-    return name if isinstance(name, str) else None
-
-
-def _path(event: Event) -> str | None:
-    tool_input = msgspec.json.decode(event.payload).get("tool_input")
-    path = (
-        tool_input.get("file_path") or tool_input.get("notebook_path")
-        if isinstance(tool_input, dict)
-        else None
-    )
-    return path if isinstance(path, str) else None

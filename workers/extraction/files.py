@@ -7,13 +7,12 @@ from collections.abc import Iterable, Iterator
 
 import msgspec
 
-from schemas import kinds
 from schemas.events import Event
 from schemas.memory import EntityObserved
+from workers.extraction.tool_uses import tool_uses
 
 _PATH_FIELDS = ("file_path", "notebook_path", "path")
 _SEARCHES = {"Glob", "Grep", "LS"}  # their `path` is a folder to search, not a file
-_TOOL_KINDS = (kinds.TOOL_USED, kinds.TOOL_FAILED)
 # what a project builds or vendors, not its own files
 _NOT_ITS_OWN = re.compile(
     r"(?:^|/)(?:_build|node_modules|deps|\.venv|venv|dist|target|__pycache__|\.git)(?:/|$)"
@@ -57,19 +56,13 @@ def _relative(path: str, project: str) -> str:
 
 def mentions(events: Iterable[Event]) -> Iterator[Mention]:
     """Every file of its project the tool uses among `events` name (the input's path fields)."""
-    for event in events:
-        if event.kind not in _TOOL_KINDS:
-            continue
-        payload = msgspec.json.decode(event.payload)
-        tool_input = payload.get("tool_input")
-        if not isinstance(tool_input, dict):
-            continue
-        fields = _PATH_FIELDS[:2] if payload.get("tool_name") in _SEARCHES else _PATH_FIELDS
-        for path in (tool_input.get(field) for field in fields):
+    for use in tool_uses(events):
+        fields = _PATH_FIELDS[:2] if use.name in _SEARCHES else _PATH_FIELDS
+        for path in (use.given.get(field) for field in fields):
             if isinstance(path, str) and path.strip() not in ("", "."):
-                relative = _relative(path.strip(), event.project)
+                relative = _relative(path.strip(), use.event.project)
                 if not _NOT_ITS_OWN.search(relative):
-                    yield Mention(event.project, relative, event.id)
+                    yield Mention(use.event.project, relative, use.event.id)
 
 
 def file_entities(events: Iterable[Event]) -> Iterator[tuple[EntityObserved, str, list[str]]]:

@@ -1,5 +1,7 @@
 """The dependencies a project declares, read from the manifests its agent read or wrote:
-package.json, pyproject.toml, requirements*.txt, Cargo.toml, go.mod, mix.exs.
+package.json, pyproject.toml, requirements*.txt, Cargo.toml, go.mod, mix.exs (and what an
+edit adds to a manifest whose dependencies each read on their own: go.mod, mix.exs,
+requirements).
 
 Each dependency is a `library` entity; the project `depends_on` it (what it runs with) or
 `uses` it (a development dependency), with the version it asks for. A manifest that cannot be
@@ -15,10 +17,11 @@ from typing import Any
 
 import msgspec
 
-from schemas import kinds
 from schemas.events import Event
+from workers.extraction.tool_uses import ToolUse, tool_uses
 
 MANIFESTS = ("package.json", "pyproject.toml", "Cargo.toml", "go.mod", "mix.exs")
+_FRAGMENTS = ("go.mod", "mix.exs")  # whose every dependency reads on its own, even in an edit
 _REQUIREMENTS = re.compile(r"^requirements[\w.-]*\.txt$")
 _NUMBERED = re.compile(r"(?m)^ *\d+→")  # how Read shows a file to the model: "    12→line"
 _PEP508 = re.compile(r"^\s*(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*(?P<spec>[^;#]*)")
@@ -40,32 +43,32 @@ class Dependency(msgspec.Struct, frozen=True):
 
 def dependencies(events: Iterable[Event]) -> Iterator[Dependency]:
     """Every dependency the manifests among `events` declare (read whole, or written)."""
-    for event in events:
-        if event.kind != kinds.TOOL_USED:
-            continue
-        payload = msgspec.json.decode(event.payload)
-        found = _manifest(payload)
-        if found is None:
+    for use in tool_uses(events):
+        if use.failed or (found := _manifest(use)) is None:
             continue
         path, text = found
         try:
             for name, version, dev in _parse(os.path.basename(path), text):
-                yield Dependency(name, version.strip(), dev, path, event.id)
+                yield Dependency(name, version.strip(), dev, path, use.event.id)
         except (ValueError, TypeError, AttributeError, KeyError):  # a partial read, or not what it claims
             continue
 
 
-def _manifest(payload: dict[str, Any]) -> tuple[str, str] | None:
-    tool, given = payload.get("tool_name"), payload.get("tool_input")
-    if not isinstance(given, dict) or not isinstance(path := given.get("file_path"), str):
+def _manifest(use: ToolUse) -> tuple[str, str] | None:
+    tool, given = use.name, use.given
+    if not isinstance(path := given.get("file_path"), str):
         return None
     name = os.path.basename(path)
     if name not in MANIFESTS and not _REQUIREMENTS.match(name):
         return None
     if tool == "Write":
         text = given.get("content")
+    elif tool == "Edit" and (
+        name in _FRAGMENTS or _REQUIREMENTS.match(name)
+    ):  # what an edit adds, where a line says a dependency
+        text = given.get("new_string")
     elif tool == "Read" and not given.get("offset") and not given.get("limit"):
-        response = payload.get("tool_response")
+        response = use.payload.get("tool_response")
         file = response.get("file") if isinstance(response, dict) else None
         text = file.get("content") if isinstance(file, dict) else response
         text = _NUMBERED.sub("", text) if isinstance(text, str) else None

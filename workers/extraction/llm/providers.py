@@ -1,8 +1,9 @@
 """The three ways to ask a model, each answering a prompt with JSON text and the tokens spent:
 
-- `claude-cli`: Claude Code in print mode (`claude -p`, the user's subscription), run with
-  REVERIE_HOOKS_OFF set so that reverie's own hooks record nothing of it and never recurse
-  into extraction, no tools, one turn, and the user's settings left unread.
+- `claude-cli`: Claude Code in print mode (`claude -p`, the user's subscription), with no
+  tools, no session kept, the user's settings left unread (so none of their hooks run), and
+  REVERIE_HOOKS_OFF set so that reverie's own hooks, wherever installed, record nothing of it
+  and never recurse into extraction; the schema goes as `--json-schema`.
 - `anthropic`: the Messages API; the schema is a tool the model must call, so its input is
   the JSON.
 - `openai`: any OpenAI-compatible endpoint (Ollama, vLLM, llama.cpp's server, OpenAI), with
@@ -115,12 +116,11 @@ def _openai(settings: LLMSettings, system: str, prompt: str, schema: dict[str, A
 
 
 def _claude_cli(settings: LLMSettings, system: str, prompt: str, schema: dict[str, Any]) -> Completion:
-    instructions = (
-        f"{system}\n\nAnswer with one JSON object only, matching this JSON schema:\n{json.dumps(schema)}"
-    )
+    """Claude Code 2.1 in print mode: `--json-schema` has it offer the model a StructuredOutput
+    tool and report what the model called it with as `structured_output`."""
     command = [
-        settings.command, "-p", "--output-format", "json", "--max-turns", "1", "--tools", "",
-        "--setting-sources", "", "--append-system-prompt", instructions,
+        settings.command, "-p", "--output-format", "json", "--tools", "", "--setting-sources", "",
+        "--no-session-persistence", "--json-schema", json.dumps(schema), "--append-system-prompt", system,
         *(["--model", settings.model] if settings.model else []),
     ]  # fmt: skip
     try:
@@ -139,21 +139,16 @@ def _claude_cli(settings: LLMSettings, system: str, prompt: str, schema: dict[st
     try:
         answer = json.loads(run.stdout)
     except ValueError:
-        raise ProviderError(
-            f"{settings.command} -p exited {run.returncode}: {(run.stderr or run.stdout)[:300]}"
-        ) from None
-    usage = answer.get("usage") or {} if isinstance(answer, dict) else {}
-    spent = Completion(
-        "",
-        sum(
-            int(usage.get(k) or 0)
-            for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
-        ),
-        int(usage.get("output_tokens") or 0),
-    )
-    if run.returncode != 0 or not isinstance(answer, dict) or answer.get("is_error"):
-        reason = answer.get("result") if isinstance(answer, dict) else None
-        raise ProviderError(
-            f"{settings.command} -p exited {run.returncode}: {str(reason or run.stderr)[:300]}", spent
-        )
-    return msgspec.structs.replace(spent, text=str(answer.get("result") or ""))
+        said = (run.stderr or run.stdout)[:300]
+        raise ProviderError(f"{settings.command} -p exited {run.returncode}: {said}") from None
+    if not isinstance(answer, dict):
+        raise ProviderError(f"{settings.command} -p answered {type(answer).__name__}, not an object")
+    usage = answer.get("usage") or {}
+    read = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+    spent = Completion("", sum(int(usage.get(k) or 0) for k in read), int(usage.get("output_tokens") or 0))
+    if run.returncode != 0 or answer.get("is_error"):
+        why = answer.get("result") or answer.get("terminal_reason") or run.stderr
+        raise ProviderError(f"{settings.command} -p exited {run.returncode}: {str(why)[:300]}", spent)
+    structured = answer.get("structured_output")
+    text = json.dumps(structured) if structured is not None else str(answer.get("result") or "")
+    return msgspec.structs.replace(spent, text=text)
