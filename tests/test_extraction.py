@@ -487,3 +487,23 @@ def test_an_edit_that_adds_a_dependency_to_mix_exs_declares_it() -> None:
         ("opentelemetry_api", "~> 1.5"),
         ("opentelemetry", "~> 1.7"),
     }
+
+
+def test_a_fix_names_the_changed_command_without_its_output_filters_nor_the_looks_between() -> None:
+    failed = make_event(
+        kinds.TOOL_FAILED,
+        {"tool_name": "Bash", "tool_input": {"command": "git push"},
+         "error": "Exit code 128\nfatal: The current branch feat-a0y has no upstream branch."},
+        id=new_event_id(), ts=NOW, recorded_at=NOW, project="/home/u/app", source="test", session_id="s",
+    )  # fmt: skip
+    looked = bash("git status", "On branch feat-a0y")
+    pushed = bash("git push --set-upstream origin feat-a0y 2>&1 | tail -3", "branch set up to track")
+    session = [
+        msgspec.structs.replace(e, ts=NOW + timedelta(seconds=n))
+        for n, e in enumerate([failed, looked, pushed])
+    ]
+    [fact] = [d.payload for d in derive_session(session) if isinstance(d.payload, memory.FactAsserted)]
+    assert fact.description == (
+        "`git push` failed with: fatal: The current branch feat-a0y has no upstream branch. "
+        "Fixed by running `git push --set-upstream origin feat-a0y`."
+    )

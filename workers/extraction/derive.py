@@ -95,7 +95,8 @@ def _solved(then: Event, failed: Event, error: memory.EntityObserved, fixed: Fix
         )
     if fixed.ran:
         how.append("running " + "; ".join(f"`{c}`" for c in fixed.ran[:3]))
-    description = f"`{fixed.failure.key}` failed with: {fixed.signature}. Fixed by {' and '.join(how)}."
+    said = fixed.signature.rstrip(".: ")
+    description = f"`{fixed.failure.key}` failed with: {said}. Fixed by {' and '.join(how)}."
     fact = memory.FactAsserted(
         fact_id=fact_id(then.project, "solved_by", error.entity_id, description),
         source=error.entity_id,

@@ -55,10 +55,16 @@ _PLACEHOLDERS = [
     (re.compile(r"(?:[\w.~-]*/)+[\w.-]+"), "<path>"),
     (re.compile(r"'[^'\n]{1,200}'|\"[^\"\n]{1,200}\"|`[^`\n]{1,200}`"), "<value>"),
     (re.compile(r"\b0x[0-9a-f]+\b|\b[0-9a-f]{7,40}\b", re.IGNORECASE), "<hex>"),
-    (re.compile(r"\d+"), "N"),
+    (re.compile(r"(?<![A-Za-z])\d+(?![A-Za-z])"), "N"),  # a count, a line, a port; not a name's digit
     (re.compile(r"\s+"), " "),
 ]
 _SIGNATURE_MAX = 160
+# commands that look, note or stage, and fix nothing
+_LOOKS = frozenset({
+    "git status", "git log", "git diff", "git show", "git add", "git branch", "ls", "cat", "grep", "rg",
+    "find", "echo", "head", "tail", "pwd", "which", "wc", "bd", "sleep",
+})  # fmt: skip
+_SHOWN_ONLY = re.compile(r"\s*(?:\d?>&\d|\d?>\s*/dev/null|\|\s*(?:tail|head|grep|less|tee)\b.*$)")
 
 
 class Run(msgspec.Struct, frozen=True):
@@ -155,7 +161,7 @@ def fixes(events: list[Event]) -> Iterator[Fixed]:
             continue
         window = ordered[at[run.event_id] + 1 : at[again.event_id]]
         edits = [u for u in tool_uses(window) if u.name in _EDITS]
-        ran = [r for r in runs(window) if r.key != run.key]
+        ran = [r for r in runs(window) if r.key != run.key and r.key not in _LOOKS]
         edited = tuple(dict.fromkeys(p for u in edits if isinstance(p := u.given.get("file_path"), str)))
         commands = tuple(dict.fromkeys(_first_line(r.command) for r in ran))
         if again.command != run.command:
@@ -167,4 +173,6 @@ def fixes(events: list[Event]) -> Iterator[Fixed]:
 
 
 def _first_line(command: str) -> str:
-    return command.strip().split("\n", 1)[0][:120]
+    """A command as the fix names it: its first line, without what filters or redirects its output."""
+    shown = _SHOWN_ONLY.sub("", command.strip().split("\n", 1)[0])
+    return shown.strip()[:120]
