@@ -507,3 +507,19 @@ def test_a_fix_names_the_changed_command_without_its_output_filters_nor_the_look
         "`git push` failed with: fatal: The current branch feat-a0y has no upstream branch. "
         "Fixed by running `git push --set-upstream origin feat-a0y`."
     )
+
+
+def test_what_the_agent_files_and_closes_on_the_command_line_is_what_it_did() -> None:
+    body = "\"$(cat <<'EOF'\n## Summary\n- live tail\nEOF\n)\""
+    pr = f'gh pr create --title "feat: tail workers" --body {body} && echo ok'
+    closed = bash('bd close web-12 --reason="Moved the frontend to pnpm; build green"', "closed")
+    looked = bash("bd show web-12", "...")  # reads, records nothing
+    refused = msgspec.structs.replace(
+        bash('gh issue create --title "never filed"', ""), kind=kinds.TOOL_FAILED
+    )
+    facts = facts_of([bash(pr, "https://github.com/u/app/pull/3"), closed, looked, refused])
+    assert sorted(f.description for f in facts) == [
+        "Closed web-12: Moved the frontend to pnpm; build green",
+        "Pull request: feat: tail workers: ## Summary - live tail",
+    ]
+    assert all((f.relation, f.network, f.category) == ("created", "experience", "decisions") for f in facts)

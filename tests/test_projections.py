@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import duckdb
+import fakeredis
 import msgspec
 import pytest
 
@@ -44,6 +45,7 @@ TABLES = [
     "communities",
     "opinions",
     "observations",
+    "llm_usage",
     "folded",
 ]
 
@@ -371,6 +373,36 @@ def test_replay_builds_the_tables_the_live_projector_built(settings: Settings) -
     rebuilt = current_store(settings.projections_dir)
     assert rebuilt is not None and live_store is not None and rebuilt.path != live_store.path
     assert not os.path.exists(live_store.path)  # the old generation is gone
+    assert checksums(duckdb.connect(rebuilt.snapshot, read_only=True)) == before
+
+
+def test_replay_rebuilds_what_extraction_derived_without_extracting_again(settings: Settings) -> None:
+    from reverie.testing import streamed
+    from workers.jobs import extract_batch, extract_session
+
+    imported = [
+        imported_event(i)
+        for f in find_transcripts(str(TRANSCRIPTS))
+        for i in read_transcript(f)
+        if isinstance(i, ImportedEvent)
+    ]
+    live = Folding(settings)
+    client = fakeredis.FakeRedis()
+    for start in range(0, len(imported), 150):  # batch by batch, as the dispatcher and the workers do
+        batch = imported[start : start + 150]
+        segment = live.log.append(batch)
+        extract_batch(segment, [e.id for e in batch], client, settings)
+        live.fold(streamed(client))
+        client.flushall()
+    for session in sorted({e.session_id for e in imported if e.session_id}):
+        extract_session(settings.event_log_dir, session, client, settings)
+    db = live.fold(streamed(client))
+    assert all(rows(db, f"SELECT count(*) FROM {t}")[0][0] > 0 for t in ("entities", "facts", "episodes"))
+    before = checksums(db)
+    live.close()
+    replay(settings.event_log_dir, settings.projections_dir)
+    rebuilt = current_store(settings.projections_dir)
+    assert rebuilt is not None
     assert checksums(duckdb.connect(rebuilt.snapshot, read_only=True)) == before
 
 

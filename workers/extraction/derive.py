@@ -1,8 +1,8 @@
 """What one batch of events teaches, as derived events: the files its tools name, the commits
-git took, what the user's prompts state (decisions, rules, things to remember), the errors,
-fixes and key concepts of Claude Code's compaction summaries, and the dependencies of the
-manifests its agent read. What a whole session's commands teach (errors and their fixes, the
-checks it ran): `derive_session`.
+git took, the pull requests and issues the agent filed and closed, what the user's prompts
+state (decisions, rules, things to remember), the errors, fixes and key concepts of Claude
+Code's compaction summaries, and the dependencies of the manifests its agent read. What a
+whole session's commands teach (errors and their fixes, the checks it ran): `derive_session`.
 
 Pure: the same events always give the same derived events, with the same keys, so any worker
 running the job, any number of times, emits the same events (ingest/emit.py).
@@ -22,6 +22,7 @@ from workers.extraction.commits import commits
 from workers.extraction.failures import CHECKS, Fixed, fixes, runs
 from workers.extraction.files import canonical_name, entity_id, file_entities
 from workers.extraction.manifests import dependencies
+from workers.extraction.records import records
 from workers.extraction.statements import Said, statements
 from workers.extraction.summaries import bullets
 
@@ -51,6 +52,7 @@ def derive(events: Iterable[Event]) -> Iterator[Derived]:
     for entity, project, causes in file_entities(events):
         yield Derived(kinds.ENTITY_OBSERVED, entity, project, tuple(causes), key=entity.entity_id)
     yield from _commits(events)
+    yield from _records(events)
     yield from _statements(events)
     yield from _summaries(events)
     yield from _dependencies(events)
@@ -196,6 +198,24 @@ def _commits(events: list[Event]) -> Iterator[Derived]:
             subject("project", event.project),
             "created",
             description,
+            network="experience",
+            category="decisions",
+            dimensions=dimensions,
+            valid_at=event.ts,
+        )
+
+
+def _records(events: list[Event]) -> Iterator[Derived]:
+    """The pull requests and issues the agent filed, and why it closed them, as what it did."""
+    by_id = {e.id: e for e in events}
+    for record in records(events):
+        event = by_id[record.event_id]
+        dimensions = memory.Dimensions(what=record.text, when=event.ts.isoformat())
+        yield from _fact(
+            event,
+            subject("project", event.project),
+            "created",
+            f"{record.what}: {record.text}",
             network="experience",
             category="decisions",
             dimensions=dimensions,
