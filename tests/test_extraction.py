@@ -260,6 +260,7 @@ def test_each_session_is_one_episode_with_its_goal_what_was_done_and_its_outcome
     assert finished.title == "Work on bead spotter-a0y" and finished.outcome == "success"
     assert "feat: add transcript tail adapter and live tail workers (spotter-a0y.3)" in finished.summary
     assert "Single-session transcript bootstrap sync" in finished.summary  # its compaction summary's intent
+    assert "Last words: All pushed." in finished.summary  # the agent's own account, as the session ended
     project = next(e.project for e in events if e.session_id == finished.session_id)
     assert entity_id("file", "lib/spotter/services/active_session_registry.ex", project) in finished.entities
     # its summary left a Dialyzer warning unresolved, but its checks passed after that, to its end

@@ -2,7 +2,8 @@
 
 The title is the goal: the first thing the user asked (its first sentence), or what a
 compaction summary says the user's primary request was. The summary says what was done (the
-commits git took, the files changed, the errors the summaries name) and the outcome: a session
+commits git took, the files changed, the errors the summaries name, the first paragraph of
+the agent's last message) and the outcome: a session
 that committed and left no error unresolved succeeded, one that committed but left an error
 unresolved is partial, one whose last test or build failed and committed nothing failed. An
 error a compaction summary calls unresolved counts as resolved when the session's tests and
@@ -29,6 +30,8 @@ _FIRST_SENTENCE = re.compile(r"^.{8,160}?(?:[.!?](?=\s|$)|\n|$)", re.S)
 _INTENT = re.compile(r"Primary Request and Intent:\s*\n\s*(?:[-*]\s*)?(?P<intent>[^\n]{20,})")
 _EDITS = {"Edit", "Write", "MultiEdit", "NotebookEdit"}
 _LISTED = 5  # commits and files named in the summary
+_WORDS_MAX = 300
+_HEADING = re.compile(r"#{1,6} [^\n]*")
 
 
 def episode_id(project: str, session_id: str) -> str:
@@ -57,6 +60,19 @@ def _intent(events: list[Event]) -> str | None:
             text = _text(event, "last_assistant_message") or _text(event, "compact_summary")
             if found := _INTENT.search(text):
                 return found.group("intent").strip()
+    return None
+
+
+def _last_words(events: list[Event]) -> str | None:
+    """How the agent's last turn ended, in its own words: the first paragraph of its last
+    message (the agent's own account of what it did), cut to a few lines."""
+    for event in reversed(events):
+        if event.kind == kinds.ASSISTANT_STOPPED and event.agent == "main":
+            text = clean(_text(event, "last_assistant_message"))
+            said = [p.strip() for p in text.split("\n\n") if p.strip() and not _HEADING.fullmatch(p.strip())]
+            if said:
+                paragraph = " ".join(said[0].split())
+                return paragraph if len(paragraph) <= _WORDS_MAX else paragraph[: _WORDS_MAX - 1] + "…"
     return None
 
 
@@ -115,6 +131,8 @@ def _episode(session_id: str, session: list[Event]) -> Drawn | None:
         lines.append("Files changed: " + _listed(edited, ", "))
     if errors:
         lines.append(f"Errors met: {len(errors)}, {len(unsolved)} left unresolved")
+    if ended := _last_words(session):
+        lines.append(f"Last words: {ended}")
     lines.append(f"Outcome: {outcome}")
     recorded = memory.EpisodeRecorded(
         episode_id=episode_id(project, session_id),
