@@ -35,6 +35,14 @@ def clean(text: str) -> str:
     return _ANSI.sub("", _WRAPPED.sub("", text)).strip(" \t\r\n")
 
 
+_MARKUP = re.compile(r"\*\*|__|`")
+
+
+def unmarked(text: str) -> str:
+    """`text` without Markdown's emphasis and code marks (the words stay)."""
+    return _MARKUP.sub("", text)
+
+
 def is_noise(text: str) -> bool:
     """Whether `text`, cleaned, says nothing of its own (see NOISE)."""
     return _NOISE.match(clean(text)) is not None

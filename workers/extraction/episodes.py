@@ -19,7 +19,7 @@ import msgspec
 from schemas import kinds, memory
 from schemas.events import Event
 from schemas.registry import DERIVED_KINDS
-from schemas.text import clean, is_noise
+from schemas.text import clean, is_noise, unmarked
 from workers.extraction.commits import commits
 from workers.extraction.failures import CHECKS, runs
 from workers.extraction.files import entity_id, mentions
@@ -71,7 +71,7 @@ def _last_words(events: list[Event]) -> str | None:
             text = clean(_text(event, "last_assistant_message"))
             said = [p.strip() for p in text.split("\n\n") if p.strip() and not _HEADING.fullmatch(p.strip())]
             if said:
-                paragraph = " ".join(said[0].split())
+                paragraph = " ".join(unmarked(said[0]).split())
                 return paragraph if len(paragraph) <= _WORDS_MAX else paragraph[: _WORDS_MAX - 1] + "…"
     return None
 

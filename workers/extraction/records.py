@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator
 import msgspec
 
 from schemas.events import Event
+from schemas.text import unmarked
 from workers.extraction.tool_uses import tool_uses
 
 _MAX = 400
@@ -102,7 +103,7 @@ def _options(words: list[str]) -> dict[tuple[str, ...], str]:
 
 
 def _said(title: str, body: str) -> str:
-    text = " ".join(title.split())
-    if body := " ".join(body.split()):
+    text = " ".join(unmarked(title).split())
+    if body := " ".join(unmarked(body).split()):
         text = f"{text}: {body}"
     return text if len(text) <= _MAX else text[: _MAX - 1] + "…"

@@ -16,6 +16,7 @@ import msgspec
 
 from schemas import kinds
 from schemas.events import Event
+from schemas.text import unmarked
 
 _TEXT_FIELDS = {
     kinds.SUBAGENT_STOPPED: "last_assistant_message",
@@ -24,7 +25,6 @@ _TEXT_FIELDS = {
 }
 _SECTION = re.compile(r"^\s*\d+\.\s+(?P<title>[A-Z][A-Za-z &]+):\s*$", re.M)
 _BULLET = re.compile(r"^(?P<indent>[ \t]*)[-*]\s+(?P<text>.+)$")
-_MARKUP = re.compile(r"\*\*|__|`")
 _MINED = re.compile(r"Errors and Fixes:|Key Technical Concepts:")
 _MAX = 500  # characters of a bullet kept, its sub-bullets included
 _UNSOLVED = re.compile(r"\bunresolved\b|\bnot (?:yet )?(?:fixed|resolved)\b", re.IGNORECASE)
@@ -63,7 +63,7 @@ def _bullets(section: str) -> Iterator[str]:
 
 
 def _joined(parts: list[str]) -> str:
-    text = _MARKUP.sub("", "; ".join(p.strip() for p in parts)).strip()
+    text = unmarked("; ".join(p.strip() for p in parts)).strip()
     return text if len(text) <= _MAX else text[: _MAX - 1].rsplit(" ", 1)[0] + "…"
 
 
