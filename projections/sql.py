@@ -190,11 +190,13 @@ def _manifest(settings: Settings) -> str:
 
 
 def _embedded_view(db: duckdb.DuckDBPyConnection, manifest: str) -> None:
-    """`embedded`: the memories (id, content hash) the embedder last said the vectors hold."""
+    """`embedded`: the memories (id, content hash) the embedder last said the vectors hold, read
+    once, now: the embedder replaces its manifest every round, and a view would read the new
+    file with what it had learned of the old one ("TProtocolException: Invalid data")."""
     if os.path.exists(manifest):
         try:
             source = f"read_parquet({string_literal(manifest)})"
-            db.execute(f"CREATE VIEW embedded AS SELECT memory_id, content_hash FROM {source}")
+            db.execute(f"CREATE TABLE embedded AS SELECT memory_id, content_hash FROM {source}")
             return
         except duckdb.Error:  # unreadable: as good as none, and the embedder's next round replaces it
             pass
