@@ -8,10 +8,10 @@ Standard library only.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 
+from ingest import cjson
 from schemas.kinds import HOOK_CONTEXT_LIMIT
 from schemas.settings import Settings
 from schemas.sockets import connect
@@ -32,7 +32,7 @@ def hook_output(hook: str, context: str) -> bytes:
     if not text:
         return b""
     output = {"hookSpecificOutput": {"hookEventName": hook, "additionalContext": text}}
-    return json.dumps(output, ensure_ascii=False).encode() + b"\n"
+    return cjson.dumps(output).encode() + b"\n"
 
 
 def context_for(settings: Settings, hook: str, payload: dict[str, Any], project: str) -> str:
@@ -65,8 +65,9 @@ def context_for(settings: Settings, hook: str, payload: dict[str, Any], project:
 def ask(path: str, request: dict[str, Any], deadline_s: float) -> dict[str, Any]:
     """One request to the recall service, all of it within `deadline_s` (TimeoutError past it)."""
     ends = time.monotonic() + deadline_s
-    with connect(path, deadline_s) as conn:  # ours, served by this user: else not a byte is sent
-        conn.sendall(json.dumps(request).encode() + b"\n")
+    conn = connect(path, deadline_s)  # ours, served by this user: else not a byte is sent
+    try:
+        conn.sendall(cjson.dumps(request).encode() + b"\n")
         reply = b""
         while not reply.endswith(b"\n"):
             left = ends - time.monotonic()
@@ -77,7 +78,9 @@ def ask(path: str, request: dict[str, Any], deadline_s: float) -> dict[str, Any]
             if not chunk:
                 raise ConnectionError("the recall service hung up")
             reply += chunk
-    answer = json.loads(reply)
+    finally:
+        conn.close()
+    answer = cjson.loads(reply)
     if not isinstance(answer, dict):
         raise ValueError("the recall service answered something else than an object")
     return answer

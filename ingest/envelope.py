@@ -6,8 +6,7 @@ same way. Standard library only (the hook path); the result decodes as `schemas.
 
 from __future__ import annotations
 
-import json
-
+from ingest import cjson
 from ingest.redact import redact, redact_text
 from ingest.truncate import EVENT_LIMIT, cut, encode_within_budget, truncate_strings
 from schemas.kinds import SCHEMA_VERSION
@@ -30,7 +29,7 @@ class Rejected(ValueError):
 
 def _json(envelope: dict[str, Any]) -> bytes:
     try:
-        text = json.dumps(envelope, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        text = cjson.dumps(envelope)
     except ValueError as e:
         raise Rejected(f"cannot encode as JSON: {e}") from None
     try:

@@ -9,18 +9,14 @@ payload it cannot read becomes a dead letter with the reason. Standard library o
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import os
-import signal
 import sys
 
 from ingest.context import CONTEXT_HOOKS, context_for, hook_output
-from ingest.dead_letters import write_dead_letter
 from ingest.envelope import Rejected, encode_event
 from ingest.project import project_of
 from ingest.resp import Connection
-from ingest.spool import spool_event
 from ingest.truncate import MAX_INPUT, loads, loads_head
 from schemas.ids import new_event_id, utc_now_iso
 from schemas.kinds import HOOK_KINDS, SOURCE_CLAUDE_CODE
@@ -29,6 +25,10 @@ from schemas.settings import HOOKS_OFF, STREAM, Settings
 DEADLINE_S = 5.0
 
 TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import signal as _signal
+else:  # the C module under `signal`, whose import builds enums the hook never reads
+    import _signal
 if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any, BinaryIO
@@ -72,6 +72,8 @@ def deliver(settings: Settings, event_id: str, data: bytes) -> str:
         return "stream"
     except Exception:  # unreachable, slow, refusing, misconfigured, out of time: the spool takes it
         _disarm()  # the spool write must not be cut short by the watchdog
+        from ingest.spool import spool_event  # here, as the dead letter below: most hooks need neither
+
         spool_event(settings, event_id, data)
         return "spool"
 
@@ -92,7 +94,7 @@ def _out_of_time(signum: int, frame: object) -> None:
 
 
 def _disarm() -> None:
-    signal.setitimer(signal.ITIMER_REAL, 0)
+    _signal.setitimer(_signal.ITIMER_REAL, 0)
 
 
 def record_hook(argv: list[str], stdin: BinaryIO | None, environ: Environ) -> str:
@@ -132,6 +134,8 @@ def handle_hook(argv: list[str], stdin: BinaryIO | None, environ: Environ) -> tu
     except Exception as e:  # a bug or a full disk: keep the input and the reason all the same
         reason = f"internal error: {e!r}"
     _disarm()
+    from ingest.dead_letters import write_dead_letter
+
     write_dead_letter(settings.dead_letter_dir, "hook", reason, raw, argv)
     return "dead-letter", b""
 
@@ -140,12 +144,11 @@ def main(argv: list[str]) -> int:
     """The hook's entry point: always 0, never a word on stdout."""
     if os.environ.get(HOOKS_OFF):  # a Claude Code reverie runs itself: nothing to record
         return 0
-    # Even if the dead letter failed (no disk?), the agent must go on.
-    with contextlib.suppress(BaseException):
+    try:
         # A watchdog for what no socket timeout bounds (a DNS lookup, a stdin never closed): once
         # it fires, the event goes to the spool, or the input to a dead letter, and we return.
-        signal.signal(signal.SIGALRM, _out_of_time)
-        signal.setitimer(signal.ITIMER_REAL, DEADLINE_S)
+        _signal.signal(_signal.SIGALRM, _out_of_time)
+        _signal.setitimer(_signal.ITIMER_REAL, DEADLINE_S)
         # A process this short has no cycles worth collecting, and collecting among the
         # millions of values a payload may hold would cost seconds.
         gc.disable()
@@ -156,4 +159,6 @@ def main(argv: list[str]) -> int:
         if output:
             sys.stdout.buffer.write(output)
             sys.stdout.flush()
+    except BaseException:  # even if the dead letter failed (no disk?), the agent must go on
+        pass
     return 0

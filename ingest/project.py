@@ -17,20 +17,18 @@ folder with no cwd inside it), the key stands in, as it did for everything recor
 from __future__ import annotations
 
 import os
-import re
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-_NOT_ALNUM = re.compile(r"[^A-Za-z0-9]")
-_SEPARATOR = re.compile(r"[\\/]")
 UNKNOWN_PROJECT = "unknown"
+_SEPARATORS = "/\\"
 
 
 def project_key(root: str) -> str:
     """Claude Code's folder name for a project rooted at `root` (POSIX or Windows path)."""
-    return _NOT_ALNUM.sub("-", _root(root))
+    return "".join(c if c.isascii() and c.isalnum() else "-" for c in _root(root))
 
 
 def _root(path: str) -> str:
@@ -41,7 +39,7 @@ def _root(path: str) -> str:
 def root_of_key(key: str, cwd: str) -> str | None:
     """The folder whose key is `key`: `cwd` or one of its ancestors (None if neither is)."""
     cwd = _root(cwd)
-    ends = [m.start() for m in _SEPARATOR.finditer(cwd)] + [len(cwd)]
+    ends = [i for i, c in enumerate(cwd) if c in _SEPARATORS] + [len(cwd)]
     for end in reversed(ends):
         if end and project_key(cwd[:end]) == key:
             return cwd[:end]
@@ -61,9 +59,9 @@ def _git_root(cwd: str) -> str | None:
 
 def transcript_project(transcript_path: str) -> str | None:
     """The project folder (Claude Code's key) of a transcript under .../projects/<key>/<session>.jsonl."""
-    parts = re.split(r"[\\/]+", transcript_path)
+    parts = [part for part in transcript_path.replace("\\", "/").split("/") if part]
     for i in range(len(parts) - 2, 0, -1):
-        if parts[i - 1] == "projects" and parts[i]:
+        if parts[i - 1] == "projects":
             return parts[i]
     return None
 

@@ -22,15 +22,18 @@ a hook about 0.3 ms to import and 0.2 ms (median payload) to 3 ms (largest) more
 
 from __future__ import annotations
 
-import functools
-import re
-
 from ingest.token_formats import FORMATS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import re
     from collections.abc import Callable
     from typing import Any
+
+# `re` (3 ms to import, with the enums it builds) and every pattern are taken when first needed:
+# a typical hook payload holds none of the literals a secret holds, and needs neither. So the
+# caches below are plain dictionaries: functools costs as much again.
+_compiled: dict[str, re.Pattern[str]] = {}
 
 # Where a token may start: not inside a word ("risk-assessment" holds no key), but right after
 # an escape ("\\nsk-...") or a percent-encoded byte ("%3Dsk-..."). It also makes a long run of a
@@ -69,9 +72,13 @@ class Kind:
         return _compile(self.source)
 
 
-@functools.cache
 def _compile(source: str) -> re.Pattern[str]:
-    return re.compile(source)
+    pattern = _compiled.get(source)
+    if pattern is None:
+        import re
+
+        pattern = _compiled[source] = re.compile(source)
+    return pattern
 
 
 _OWN = (
@@ -194,22 +201,25 @@ _TRIE_AFTER = 50_000
 _looked_at = 0
 
 
-@functools.cache
 def _literal_finder() -> re.Pattern[str]:
     """A pattern that finds, at each place, the longest literal starting there."""
-    return re.compile(f"(?=({_trie(set(_kinds_of_literal()))}))")
+    finder = _compiled.get("")  # under a key no pattern has: its source is long to build
+    if finder is None:
+        finder = _compiled[""] = _compile(f"(?=({_trie(set(_kinds_of_literal()))}))")
+    return finder
 
 
-@functools.cache
+_literals: dict[str, tuple[int, ...]] = {}
+
+
 def _kinds_of_literal() -> dict[str, tuple[int, ...]]:
-    kinds: dict[str, tuple[int, ...]] = {}
-    for i, kind in enumerate(KINDS):
-        for literal in kind.literals:
-            kinds[literal] = (*kinds.get(literal, ()), i)
-    return kinds
+    if not _literals:
+        for i, kind in enumerate(KINDS):
+            for literal in kind.literals:
+                _literals[literal] = (*_literals.get(literal, ()), i)
+    return _literals
 
 
-@functools.cache
 def _kinds_called_for(found: str) -> tuple[int, ...]:
     """The kinds a literal found calls for: those of the literals that start it, itself included
     (the finder reports only the longest literal at a place)."""
@@ -228,6 +238,8 @@ def _trie(words: set[str]) -> str:
         node[""] = {}
 
     def pattern(node: dict[str, dict[str, Any]]) -> str:
+        import re
+
         branches = [re.escape(char) + pattern(child) for char, child in sorted(node.items()) if char]
         if not branches:
             return ""
@@ -298,10 +310,19 @@ def _entropy(text: str) -> float:
 
 # keys whose values are secrets: the name ends with the word; pass and pwd only as a word of their
 # own (db_pass, dbPass, smtp-pwd; not bypass, compass)
-_SECRET_KEY = re.compile(
+_SECRET_KEY = (
     r"(?i:password|passwd|passphrase|secret|token|api_?key|access_?key|private_?key|credentials?|authorization)$"
     r"|(?i:(?:^|[_\-.])(?:pass|pwd))$|(?<=[a-z])(?:Pass|Pwd)$"
 )
+# what every secret key ends with, casefolded: the pattern runs only on keys that end so
+_SECRET_KEY_ENDS = (
+    *("password", "passwd", "passphrase", "secret", "token", "key", "credential", "credentials"),
+    *("authorization", "pass", "pwd"),
+)
+
+
+def _is_secret_key(key: str) -> bool:
+    return key.casefold().endswith(_SECRET_KEY_ENDS) and _compile(_SECRET_KEY).search(key) is not None
 
 
 def redact(value: Any, text: Callable[[str], str] = redact_text) -> Any:
@@ -313,7 +334,7 @@ def redact(value: Any, text: Callable[[str], str] = redact_text) -> Any:
     if isinstance(value, dict):
         redacted: dict[Any, Any] = {}
         for key, item in value.items():
-            if isinstance(key, str) and _is_secret_value(item) and _SECRET_KEY.search(key):
+            if isinstance(key, str) and _is_secret_value(item) and _is_secret_key(key):
                 item = "[REDACTED:secret-field]"
             else:
                 item = redact(item, text)

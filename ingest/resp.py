@@ -2,13 +2,13 @@
 
 The hook runs as a fresh process per Claude Code event, and `import redis` alone costs about
 170 ms there (redis-py imports its asyncio client): more than the hook's whole budget. This
-module speaks the few commands the hook needs over a plain socket, within a deadline.
-Long-running processes use redis-py.
+module speaks the few commands the hook needs over a plain socket (`_socket`, as in
+schemas/sockets.py), within a deadline. Long-running processes use redis-py.
 """
 
 from __future__ import annotations
 
-import socket
+import _socket
 
 from schemas import sockets
 
@@ -79,9 +79,9 @@ def _addresses(host: str, port: int, timeout: float) -> list[tuple[int, tuple[st
     No signal interrupts a DNS lookup (the C library retries), so a name is resolved in a
     thread we stop waiting for; an IP literal needs no lookup.
     """
-    for family in (socket.AF_INET, socket.AF_INET6):
+    for family in (_socket.AF_INET, _socket.AF_INET6):
         try:
-            socket.inet_pton(family, host)
+            _socket.inet_pton(family, host)
         except OSError:
             continue
         return [(family, (host, port))]
@@ -91,7 +91,7 @@ def _addresses(host: str, port: int, timeout: float) -> list[tuple[int, tuple[st
 
     def lookup() -> None:
         try:
-            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+            infos = _socket.getaddrinfo(host, port, type=_socket.SOCK_STREAM)
         except OSError:
             return
         found.extend((info[0], (str(info[4][0]), int(info[4][1]))) for info in infos)
@@ -104,10 +104,10 @@ def _addresses(host: str, port: int, timeout: float) -> list[tuple[int, tuple[st
     return list(found)
 
 
-def _connect_tcp(host: str, port: int, timeout: float) -> socket.socket:
+def _connect_tcp(host: str, port: int, timeout: float) -> _socket.socket:
     error: OSError = RedisUnavailable(f"no address for {host!r}")
     for family, address in _addresses(host, port, max(timeout, 0.1)):
-        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock = _socket.socket(family, _socket.SOCK_STREAM)
         sock.settimeout(timeout)
         try:
             sock.connect(address)
@@ -131,15 +131,17 @@ class Connection:
             if address.path is not None and own:
                 sock = sockets.connect(address.path, connect_timeout)
             elif address.path is not None:
-                sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
                 sock.settimeout(connect_timeout)
                 sock.connect(address.path)
             else:
                 sock = _connect_tcp(address.host or "localhost", address.port, connect_timeout)
             if address.tls:
+                import socket
                 import ssl
 
-                sock = ssl.create_default_context().wrap_socket(sock, server_hostname=address.host)
+                plain = socket.socket(sock.family, sock.type, sock.proto, sock.detach())
+                sock = ssl.create_default_context().wrap_socket(plain, server_hostname=address.host)
             sock.settimeout(reply_timeout)
         except OSError as e:
             raise RedisUnavailable(f"cannot connect to {url}: {e}") from None

@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import codecs
 import gc
-import json
-import re
-from contextlib import contextmanager
 from itertools import islice
+
+from ingest import cjson
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import re
     from collections.abc import Callable, Iterator
     from typing import Any
 
@@ -80,6 +80,8 @@ def _more(cut: int, last: Any, counted: str, unit: str) -> str:
     """What a marker says of `cut` values cut, the last of them `last`: if that is a marker of
     an earlier cut, its count is added, or its words kept."""
     if isinstance(last, str):
+        import re  # here: a hook's payload is rarely cut, and re costs it 3 ms to import
+
         earlier = re.fullmatch(counted, last, re.S)
         if earlier:
             return f"{cut - 1 + int(earlier[1])} more {unit}{earlier[2]}"
@@ -162,6 +164,8 @@ _TO_BRACKET = r'(?:[^"\[\]{}]++|"(?:[^"\\]++|\\.?)*+(?:"|\Z))*+([\[\]{}]|\Z)'
 
 def _brackets(text: str, start: int) -> Iterator[re.Match[str]]:
     """The brackets outside strings from `start` on (then one empty match at the end)."""
+    import re
+
     return re.compile(_TO_BRACKET, re.S).finditer(text, start)  # compiled once, on first need
 
 
@@ -180,7 +184,7 @@ def _cut_deep(text: str, start: int) -> tuple[str, int | None]:
                 cut_from = match.start(1)
             continue
         if depth == MAX_DEPTH + 1:
-            pieces += [text[kept:cut_from], json.dumps(_too_deep(f"{match.end(1) - cut_from} characters"))]
+            pieces += [text[kept:cut_from], cjson.dumps(_too_deep(f"{match.end(1) - cut_from} characters"))]
             kept = match.end(1)
         depth -= 1
         if depth == 0:
@@ -202,10 +206,6 @@ def _end_of(text: str, start: int, most: int) -> tuple[int | None, int]:
     return None, most
 
 
-def _text(raw: bytes) -> str:
-    return raw.decode(json.detect_encoding(raw), "surrogatepass")
-
-
 def loads(raw: bytes) -> Any:
     """`json.loads`, except that nesting too deep for it is cut to MAX_DEPTH (with a marker)
     rather than refused, and that JSON with more values than an event can hold is read only
@@ -217,13 +217,13 @@ def loads(raw: bytes) -> Any:
     # a cheap bound: values in lists and objects after the first have a comma before them
     if raw.count(b",") > _MANY_VALUES:
         return _head(raw, "more values than an event can hold: the rest is cut", whole=True)
-    with _parsing():
+    with _Parsing():
         try:
-            return json.loads(raw)
+            return cjson.loads(raw)
         except RecursionError:
-            text = _text(raw)
+            text = cjson.text(raw)
             value, end = _cut_deep(text, 0)
-            return json.loads(value if end is None else value + text[end:])
+            return cjson.loads(value if end is None else value + text[end:])
 
 
 def loads_head(raw: bytes, why: str) -> Any:
@@ -236,21 +236,21 @@ def loads_head(raw: bytes, why: str) -> Any:
     return _head(raw, why, whole=False)
 
 
-@contextmanager
-def _parsing() -> Iterator[None]:
+class _Parsing:
     """No cyclic garbage collection meanwhile: parsed JSON holds no cycles, and collecting
-    as millions of small lists and objects are made would multiply a parse's time by five."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
+    as millions of small lists and objects are made would multiply a parse's time by five.
+    (A class: contextlib costs the hook half a millisecond to import.)"""
+
+    def __enter__(self) -> None:
+        self.enabled = gc.isenabled()
+        gc.disable()
+
+    def __exit__(self, *exc: object) -> None:
+        if self.enabled:
             gc.enable()
 
 
-_DECODER = json.JSONDecoder()
-_SPACE = re.compile(r"[ \t\n\r]*")
+_SPACE = " \t\n\r"
 _NOTHING = object()  # where a head keeps no value, only its container's marker
 # Values a head keeps at most: what fills an event at 16 bytes a value. Each costs the hook
 # a few microseconds.
@@ -269,6 +269,8 @@ def _head(raw: bytes, why: str, whole: bool) -> Any:
     at most; the parser reads each scalar.
     """
     # as json.loads decodes, or, in a head, leniently (a cut may go through a character)
+    import json
+
     decoder = codecs.getincrementaldecoder(json.detect_encoding(raw))("surrogatepass" if whole else "replace")
     text = decoder.decode(raw, whole)
     marker = f"…[reverie: {why}]"
@@ -290,7 +292,7 @@ def _head(raw: bytes, why: str, whole: bool) -> Any:
         if opener in ("[", "{"):
             return container_at(i, depth) if left > 0 else (_NOTHING, None)
         try:
-            value, end = _DECODER.raw_decode(text, i)
+            value, end = cjson.raw_decode(text, i)
         except ValueError:
             if whole:
                 raise
@@ -331,7 +333,7 @@ def _head(raw: bytes, why: str, whole: bool) -> Any:
             members.append(marker)
         return members, None
 
-    with _parsing():
+    with _Parsing():
         start = _skip(text, 0)
         value, end = value_at(start, 1)
     if end is not None and _skip(text, end) < len(text):
@@ -344,7 +346,7 @@ def _key_at(text: str, i: int) -> tuple[str, int] | None:
     if not text.startswith('"', i):
         return None
     try:
-        key, i = _DECODER.raw_decode(text, i)
+        key, i = cjson.raw_decode(text, i)
     except ValueError:
         return None
     i = _skip(text, i)
@@ -352,13 +354,17 @@ def _key_at(text: str, i: int) -> tuple[str, int] | None:
 
 
 def _skip(text: str, i: int) -> int:
-    space = _SPACE.match(text, i)
-    return space.end() if space else i
+    """Where the next value starts: past the whitespace at `i`."""
+    while i < len(text) and text[i] in _SPACE:
+        i += 1
+    return i
 
 
 def _string_head(text: str, start: int) -> str:
     """The first STRING_LIMIT characters of the JSON string the cut went through, decoded
     (an escape the cut went through is left out)."""
+    import json
+
     piece = text[start : start + STRING_LIMIT]
     for end in range(len(piece), max(len(piece) - 6, 0) - 1, -1):
         try:

@@ -18,6 +18,20 @@ Start here:
 """
 
 
+INSTALL_HELP = """\
+Merges one hook entry per Claude Code event into the scope's settings.json (your own hooks and
+keys stay as they are) and registers the MCP server `reverie mcp` where Claude Code reads it,
+as `claude mcp add --scope` would. Installing again replaces reverie's entries, never doubles
+them. Each file's bytes from before are kept beside it (*.reverie-backup) for
+`reverie uninstall claude-code`. REVERIE_HOME and REDIS_URL, when set, go into the entries.
+The project scopes take the project of the current folder (its git root).
+"""
+UNINSTALL_HELP = """\
+Puts back each file install changed, byte for byte, if nobody changed it since; otherwise takes
+reverie's entries out and leaves everything else as it is.
+"""
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="reverie", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -152,6 +166,23 @@ def _parser() -> argparse.ArgumentParser:
     )
     why.add_argument("id", help="e.g. fact:9c4aa661d8, file:2b7e…, episode:…")
     why.add_argument("--json", action="store_true", help="the whole answer as one JSON object")
+    for verb, does in (("install", "install"), ("uninstall", "take out")):
+        command = sub.add_parser(
+            verb,
+            help=f"{does} reverie's Claude Code hooks and MCP server",
+            description=INSTALL_HELP if verb == "install" else UNINSTALL_HELP,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        command.add_argument("agent", choices=["claude-code"], help="the coding agent")
+        command.add_argument(
+            "--scope",
+            choices=["user", "project", "local"],
+            default="user",
+            help="user: ~/.claude/settings.json and ~/.claude.json (default); project: the project's "
+            ".claude/settings.json and .mcp.json, shared through git; local: .claude/settings.local.json "
+            "and this project's entry in ~/.claude.json, yours alone",
+        )
+        command.add_argument("--dry-run", action="store_true", help="print what would change, as a diff")
     sub.add_parser("serve", help="(Procfile) run the warm recall service on a unix socket")
     sub.add_parser("server", help="(Procfile) run the embedded Redis-compatible server in the foreground")
     dispatch = sub.add_parser("dispatch", help="(Procfile) run the dispatcher: stream -> event log")
@@ -225,6 +256,11 @@ def run(argv: list[str]) -> int:
         from reverie import explaining
 
         return explaining.explain(args.id, args.json)
+    if args.command in ("install", "uninstall"):
+        from reverie import installing
+
+        do = installing.install if args.command == "install" else installing.uninstall
+        return do(args.scope, args.dry_run)
     if args.command == "import":
         from reverie import importing
 

@@ -122,6 +122,17 @@ def status(as_json: bool) -> int:
         ("failed jobs", _failed(state)),
         ("llm extraction", f"{escape(state.llm)}; {state.llm_tokens_today:,} tokens spent today"),
     ]
+    from reverie.installing import stale_hooks
+
+    stale = stale_hooks(os.path.expanduser("~"), os.getcwd())
+    if stale:
+        rows.append(
+            (
+                "claude code hooks",
+                f"[bold red]{len(stale)} point at paths that are gone[/] (an upgrade moved reverie?): "
+                "run `reverie install claude-code` again; " + escape(stale[0]),
+            )
+        )
     for name, value in rows + _quarantined(state.quarantined):
         table.add_row(f"[bold]{name}[/]", value)
     out.print(table)

@@ -158,3 +158,30 @@ def test_read_value_by_value_what_json_loads_refuses_is_refused(raw: bytes) -> N
     except ValueError:
         with pytest.raises(ValueError):
             truncate._head(raw, "x", whole=True)
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.text(max_size=8), inner, max_size=5),
+    max_leaves=30,
+)
+
+
+@given(_JSON)
+def test_the_hooks_json_reads_and_writes_as_json_does(value: Any) -> None:
+    from ingest import cjson
+
+    written = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    assert cjson.dumps(value) == written
+    for raw in (written.encode(), f" \n{written}\t".encode(), written.encode("utf-16"), written):
+        assert cjson.loads(raw) == json.loads(raw)
+
+
+@pytest.mark.parametrize("raw", [b"", b"  ", b"{", b'{"a":1} x', b"[1,]", b"nul", b"\xff\xfe{\x00"])
+def test_the_hooks_json_refuses_what_json_refuses(raw: bytes) -> None:
+    from ingest import cjson
+
+    with pytest.raises(ValueError):
+        json.loads(raw)
+    with pytest.raises(ValueError, match="line 1 column"):
+        cjson.loads(raw)

@@ -1,0 +1,170 @@
+"""`reverie install claude-code` and `reverie uninstall claude-code`, run as a user runs them, in a
+scratch HOME and git project."""
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import ingest
+from reverie import installing
+from schemas.kinds import HOOK_KINDS
+from schemas.settings import Settings
+from tests.conftest import REVERIE, wait_for
+
+THEIRS: dict[str, Any] = {
+    "model": "opus",
+    "permissions": {"allow": ["Bash(npm test:*)"]},
+    "hooks": {
+        "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "~/bin/guard.sh"}]}],
+        "Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}],
+    },
+}
+
+
+@pytest.fixture
+def user(tmp_path: Path, env: dict[str, str]) -> dict[str, Any]:
+    """A HOME with the user's own Claude Code settings (written by hand: not as we would write
+    them), a git project inside it, and the environment to run reverie in."""
+    home, project = tmp_path / "home", tmp_path / "home" / "code" / "app"
+    (home / ".claude").mkdir(parents=True)
+    (home / ".claude" / "settings.json").write_text(json.dumps(THEIRS))
+    (home / ".claude.json").write_text('{"numStartups": 3, "projects": {}}')
+    project.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    return {"home": home, "project": project, "env": {**env, "HOME": str(home)}}
+
+
+def reverie(user: dict[str, Any], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*REVERIE, *args], env=user["env"], cwd=user["project"], capture_output=True, text=True, timeout=60
+    )
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    """Every file under `root` (git's own left out) and its bytes."""
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and ".git" not in p.relative_to(root).parts[:-1]
+    }
+
+
+def hooks_of(path: Path) -> dict[str, list[dict[str, Any]]]:
+    hooks: dict[str, list[dict[str, Any]]] = json.loads(path.read_text())["hooks"]
+    return hooks
+
+
+@pytest.mark.parametrize("scope", ["user", "project", "local"])
+def test_install_then_uninstall_leaves_every_file_as_it_was(user: dict[str, Any], scope: str) -> None:
+    before = snapshot(user["home"])
+    installed = reverie(user, "install", "claude-code", "--scope", scope)
+    assert installed.returncode == 0, installed.stderr
+    settings = {
+        "user": user["home"] / ".claude" / "settings.json",
+        "project": user["project"] / ".claude" / "settings.json",
+        "local": user["project"] / ".claude" / "settings.local.json",
+    }[scope]
+    hooks = hooks_of(settings)
+    assert set(hooks) >= set(HOOK_KINDS)
+    for event in HOOK_KINDS:
+        ours = [h for group in hooks[event] for h in group["hooks"] if installing.is_ours(h)]
+        assert len(ours) == 1 and ours[0]["command"].endswith(f"launcher.py {event} || true")
+    if scope == "user":  # the user's own hooks and keys are all there, first
+        assert hooks["PreToolUse"][0] == THEIRS["hooks"]["PreToolUse"][0]
+        assert json.loads(settings.read_text())["permissions"] == THEIRS["permissions"]
+    mcp = (user["project"] / ".mcp.json") if scope == "project" else (user["home"] / ".claude.json")
+    config = json.loads(mcp.read_text())
+    servers = (
+        config["projects"][str(user["project"])]["mcpServers"] if scope == "local" else config["mcpServers"]
+    )
+    assert servers["reverie"]["args"] == ["-m", "reverie", "mcp"]
+    assert servers["reverie"]["env"]["REVERIE_HOME"] == user["env"]["REVERIE_HOME"]
+    if scope != "project":
+        assert config["numStartups"] == 3  # Claude Code's own state stays
+    uninstalled = reverie(user, "uninstall", "claude-code", "--scope", scope)
+    assert uninstalled.returncode == 0, uninstalled.stderr
+    assert snapshot(user["home"]) == before  # byte for byte, backups gone, no file left behind
+
+
+def test_reinstalling_over_an_older_install_keeps_the_users_hooks(user: dict[str, Any]) -> None:
+    settings = user["home"] / ".claude" / "settings.json"
+    older = json.loads(json.dumps(THEIRS))
+    readme_style = {"type": "command", "command": "/old/venv/bin/reverie hook PreToolUse"}
+    older["hooks"]["PreToolUse"][0]["hooks"].append(readme_style)  # beside the user's, in one group
+    older["hooks"]["SessionStart"] = [
+        {"hooks": [{"type": "command", "command": "reverie hook SessionStart"}]}
+    ]
+    settings.write_text(json.dumps(older))
+    for _ in range(2):
+        assert reverie(user, "install", "claude-code").returncode == 0
+    hooks = hooks_of(settings)
+    assert hooks["PreToolUse"][0] == THEIRS["hooks"]["PreToolUse"][0]  # theirs, the old entry gone
+    assert hooks["Stop"][0] == THEIRS["hooks"]["Stop"][0]
+    for event in HOOK_KINDS:
+        commands = [h["command"] for group in hooks[event] for h in group["hooks"]]
+        assert sum("launcher.py" in c for c in commands) == 1 and not any(
+            "reverie hook" in c for c in commands
+        )
+
+
+def test_dry_run_prints_the_diff_and_changes_nothing(user: dict[str, Any]) -> None:
+    before = snapshot(user["home"])
+    shown = reverie(user, "install", "claude-code", "--dry-run")
+    assert shown.returncode == 0, shown.stderr
+    assert f"+++ {user['home']}/.claude/settings.json" in shown.stdout
+    assert (
+        '+            "command": ' in shown.stdout and "launcher.py UserPromptSubmit || true" in shown.stdout
+    )
+    assert snapshot(user["home"]) == before
+
+
+def test_uninstall_keeps_what_the_user_changed_since(user: dict[str, Any]) -> None:
+    settings = user["home"] / ".claude" / "settings.json"
+    assert reverie(user, "install", "claude-code").returncode == 0
+    edited = json.loads(settings.read_text())
+    edited["theme"] = "dark"
+    settings.write_text(json.dumps(edited))
+    assert reverie(user, "uninstall", "claude-code").returncode == 0
+    assert json.loads(settings.read_text()) == {**THEIRS, "theme": "dark"}
+    assert not (user["home"] / ".claude" / "settings.json.reverie-backup").exists()
+
+
+def test_settings_that_are_not_json_are_refused_and_left_alone(user: dict[str, Any]) -> None:
+    settings = user["home"] / ".claude" / "settings.json"
+    settings.write_text('{"hooks": {,}')
+    refused = reverie(user, "install", "claude-code")
+    assert refused.returncode == 1 and f"{settings} is not JSON" in refused.stderr
+    assert (
+        settings.read_text() == '{"hooks": {,}'
+        and not (user["home"] / ".claude.json.reverie-backup").exists()
+    )
+
+
+def test_the_installed_hook_records_and_never_blocks_once_its_paths_are_gone(
+    user: dict[str, Any], tmp_path: Path
+) -> None:
+    assert reverie(user, "install", "claude-code").returncode == 0
+    hooks = hooks_of(user["home"] / ".claude" / "settings.json")
+    [command] = [h["command"] for g in hooks["PostToolUse"] for h in g["hooks"] if installing.is_ours(h)]
+    payload = json.dumps({"session_id": "s1", "hook_event_name": "PostToolUse", "tool_name": "Bash"})
+    env = {k: v for k, v in user["env"].items() if k != "REVERIE_HOME"}  # the command carries it
+    ran = subprocess.run(["/bin/sh", "-c", command], input=payload.encode(), env=env, capture_output=True)
+    assert (ran.returncode, ran.stdout) == (0, b"")
+    spool = Settings(user["env"]["REVERIE_HOME"]).spool_dir  # no stack runs: the spool took it
+    assert wait_for(lambda: os.path.isdir(spool) and os.listdir(spool), what="the spooled event")
+    package, removed = os.path.dirname(ingest.__file__), str(tmp_path / "upgraded-away" / "ingest")
+    gone = subprocess.run(
+        ["/bin/sh", "-c", command.replace(package, removed)],
+        input=payload.encode(),
+        env=env,
+        capture_output=True,
+    )
+    assert gone.returncode == 0  # never 2, which Claude Code reads as "block the prompt"
+    settings = user["home"] / ".claude" / "settings.json"
+    settings.write_text(settings.read_text().replace(package, removed))
+    stale = installing.stale_hooks(str(user["home"]), str(user["project"]))
+    assert len(stale) == len(HOOK_KINDS) and removed in stale[0]
