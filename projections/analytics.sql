@@ -40,7 +40,10 @@ WITH conversation AS (
 memories AS (
     SELECT * FROM conversation
     UNION ALL
-    SELECT event_id, 'remembered', project, NULL, ts, text FROM remembered
+    SELECT event_id, 'remembered', CASE WHEN scope <> 'global' THEN project END, NULL, ts,
+        CASE outcome WHEN 'failed' THEN 'Anti-pattern (it failed): ' WHEN 'success' THEN 'Worked: ' ELSE '' END
+        || text
+    FROM remembered
     UNION ALL
     SELECT f.fact_id, 'fact', CASE WHEN f.scope <> 'global' THEN f.project END, NULL, f.created_at,
         coalesce(nullif(trim(f.description), ''), concat_ws(' ', s.name, replace(f.relation, '_', ' '), t.name))
@@ -60,7 +63,8 @@ memories AS (
         statement
     FROM preferences
 )
-SELECT * FROM memories WHERE regexp_matches(text, '\S');
+SELECT * FROM memories
+WHERE regexp_matches(text, '\S') AND memory_id NOT IN (SELECT memory_id FROM forgotten);
 
 -- What the embedder keeps in the vectors: every memory text, with a hash that changes with it.
 CREATE VIEW memory_documents AS

@@ -2,8 +2,13 @@
 
 import argparse
 import os
+import typing
 
+from schemas.categories import CATEGORIES
 from schemas.kinds import HOOK_KINDS
+from schemas.memory import Category
+
+FACT_CATEGORIES: tuple[str, ...] = typing.get_args(Category)
 
 DESCRIPTION = """\
 Long-term memory for AI coding agents. Claude Code hooks record every prompt, tool use and
@@ -84,7 +89,8 @@ def _parser() -> argparse.ArgumentParser:
         description="The event log: events(id, kind, ts, recorded_at, project, session_id, agent, source, v, "
         "payload JSON, caused_by), dead_letters(id, recorded_at, stage, reason, head, size, argv). "
         "Sessions: sessions, prompts, tool_uses, errors, messages, subagents, compactions, remembered, "
-        "retrievals. Memory: entities, facts, fact_history, provenance, episodes, activation_log, signals, "
+        "retrievals, forgotten. Memory: entities, facts, fact_history, provenance, episodes, activation_log, "
+        "signals, "
         "preferences, failures, tiers, communities, opinions, observations. Analytics: facts_current, "
         "facts_as_of(valid_time, known_time) (bi-temporal: true at valid_time, as known at known_time), "
         "tool_usage_per_day, entity_timeline, memory_health; memory_texts, memory_documents (what the "
@@ -133,9 +139,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     recall.add_argument(
         "--category",
-        choices=["stack", "context", "decisions", "errors", "patterns"],
-        help="facts of one category",
+        choices=[*FACT_CATEGORIES, *CATEGORIES],
+        metavar="C",
+        help=f"facts of one category ({', '.join(FACT_CATEGORIES)}), or remembered memories of one of "
+        f"Memory Fabric's: {', '.join(CATEGORIES)}",
     )
+    _scope_flags(recall, "only remembered memories")
     recall.add_argument(
         "--fusion",
         choices=["zscore", "rrf"],
@@ -183,6 +192,32 @@ def _parser() -> argparse.ArgumentParser:
             "and this project's entry in ~/.claude.json, yours alone",
         )
         command.add_argument("--dry-run", action="store_true", help="print what would change, as a diff")
+    remember = sub.add_parser(
+        "remember",
+        help="remember TEXT for later sessions (a decision, a pattern, what failed...)",
+        description="Records TEXT as a memory of the current folder's project, which recall then finds "
+        "like any other. Its category is told from the text when --category is not given. The event goes "
+        "to the stack, or to the spool while the stack is down: nothing is lost.",
+    )
+    remember.add_argument("text", nargs="+", help="what to remember")
+    remember.add_argument("--category", choices=CATEGORIES, metavar="C", help=", ".join(CATEGORIES))
+    _scope_flags(remember, "remember it as")
+    forget = sub.add_parser(
+        "forget",
+        help="hide a memory from recall (an event: nothing is deleted)",
+        description="Records that the memory ID (as `reverie recall --json` shows it) is to be forgotten: "
+        'recall no longer returns it; `reverie sql "select * from forgotten"` lists what was.',
+    )
+    forget.add_argument("id", help="the memory's id")
+    forget.add_argument("--reason", default="", help="why (kept with the event)")
+    sub.add_parser(
+        "mcp",
+        help="the MCP server Claude Code starts (stdio): recall, remember, reflect, timeline, forget, why",
+        description="Serves reverie's memory tools over MCP on stdin and stdout, for the project of the "
+        "folder it starts in: memory_recall, memory_remember, memory_reflect, memory_timeline, "
+        "memory_forget, memory_why. `reverie install claude-code` registers it. It asks the warm recall "
+        "service; with the stack down, a recall loads the model once.",
+    )
     sub.add_parser("serve", help="(Procfile) run the warm recall service on a unix socket")
     sub.add_parser("server", help="(Procfile) run the embedded Redis-compatible server in the foreground")
     dispatch = sub.add_parser("dispatch", help="(Procfile) run the dispatcher: stream -> event log")
@@ -203,6 +238,21 @@ def _parser() -> argparse.ArgumentParser:
     )
     sub.add_parser("worker", help="(Procfile) run an RQ worker for reverie's jobs")
     return parser
+
+
+def _scope_flags(parser: argparse.ArgumentParser, what: str) -> None:
+    """Memory Fabric's flags, on `remember` and `recall`."""
+    outcome = parser.add_mutually_exclusive_group()
+    outcome.add_argument(
+        "--success", dest="outcome", action="store_const", const="success", help=f"{what} a way that worked"
+    )
+    outcome.add_argument(
+        "--failed", dest="outcome", action="store_const", const="failed", help=f"{what} an anti-pattern"
+    )
+    parser.add_argument("--agent", metavar="A", help=f"{what} agent A's own (a subagent type)")
+    parser.add_argument(
+        "--global", dest="everywhere", action="store_true", help=f"{what} holding in every project"
+    )
 
 
 # Options whose value may start with "-": Claude Code's project keys do (-home-u-app).
@@ -250,12 +300,27 @@ def run(argv: list[str]) -> int:
             fusion=args.fusion,
             weighting=args.weighting,
             dedup=args.dedup,
+            outcome=args.outcome,
+            agent=args.agent,
+            global_only=args.everywhere,
         )
         return recalling.recall(request, "json" if args.json else "table", args.explain)
     if args.command == "why":
         from reverie import explaining
 
         return explaining.explain(args.id, args.json)
+    if args.command in ("remember", "forget"):
+        from reverie import remembering
+
+        if args.command == "remember":
+            return remembering.remember_command(
+                " ".join(args.text), args.category, args.outcome, args.agent, args.everywhere
+            )
+        return remembering.forget_command(args.id, args.reason)
+    if args.command == "mcp":
+        from reverie import mcp_server
+
+        return mcp_server.serve()
     if args.command in ("install", "uninstall"):
         from reverie import installing
 

@@ -2,6 +2,7 @@
 
 import os
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -10,15 +11,24 @@ from schemas.prompt import gist
 from schemas.recall import RecallRequest
 from schemas.settings import Settings
 
+if TYPE_CHECKING:
+    from projections.recall.pipeline import Recall, Recaller
+
 _SERVICE_DEADLINE_S = 10.0
 
 
-def recall(request: RecallRequest, fmt: str, explain: bool) -> int:
+def find(settings: Settings, request: RecallRequest) -> "Recall":
+    """Recall as `request` asks: from the warm service if it runs, else here (the model loads
+    once per process, in seconds). RecallFailed if the service says why it could not."""
     from projections.recall.pipeline import Recall
 
+    return msgspec.convert(_ask_service(settings, request) or _in_process(settings, request), Recall)
+
+
+def recall(request: RecallRequest, fmt: str, explain: bool) -> int:
     settings = Settings.from_env()
     try:
-        found = msgspec.convert(_ask_service(settings, request) or _in_process(settings, request), Recall)
+        found = find(settings, request)
     except RecallFailed as e:
         return fail(str(e))
     if fmt == "json":
@@ -81,9 +91,14 @@ def _ask_service(settings: Settings, request: RecallRequest) -> dict[str, object
 def _in_process(settings: Settings, request: RecallRequest) -> object:
     from workers.recall_service import open_recaller
 
-    with err.status("the recall service is not running: loading the model here…"):
-        recaller = open_recaller(settings)
+    recaller = _recallers.get(settings.home)
+    if recaller is None:  # a process that asks again (the MCP server) loads the model once
+        with err.status("the recall service is not running: loading the model here…"):
+            recaller = _recallers[settings.home] = open_recaller(settings)
     return recaller.answer(request)
+
+
+_recallers: dict[str, "Recaller"] = {}
 
 
 def _short(text: str, limit: int = 160) -> str:

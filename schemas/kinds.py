@@ -15,6 +15,7 @@ COMPACTION_FINISHED = "compaction.finished"
 NOTIFICATION = "notification"
 MEMORY_REMEMBERED = "memory.remembered"
 MEMORY_RETRIEVED = "memory.retrieved"
+MEMORY_FORGOTTEN = "memory.forgotten"
 
 # Derived kinds: appended by the workers that think, from the events in `caused_by`.
 ENTITY_OBSERVED = "entity.observed"

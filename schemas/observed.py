@@ -5,9 +5,11 @@ They tolerate what real hooks send across CLI versions: unknown fields are ignor
 ones take defaults, and `null` is accepted wherever a CLI has been seen to send it.
 """
 
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
+
+from schemas.categories import Outcome, RememberedCategory
 
 
 class HookPayload(msgspec.Struct, kw_only=True):
@@ -84,10 +86,25 @@ class Notification(HookPayload, kw_only=True):
 
 
 class MemoryRemembered(msgspec.Struct, kw_only=True):
-    """Something the user or agent asked reverie to remember, explicitly."""
+    """Something the user or agent asked reverie to remember, explicitly: about `category`
+    (schemas/categories.py), a way that worked or, `failed`, an anti-pattern; an agent's own
+    (`agent`: a subagent's type, injected when one starts) or everyone's; for this project or,
+    `global`, for every project."""
 
     text: str
     tags: list[str] = []
+    category: RememberedCategory | None = None
+    outcome: Outcome | None = None
+    agent: str | None = None
+    scope: Literal["project", "global"] = "project"
+
+
+class MemoryForgotten(msgspec.Struct, kw_only=True):
+    """The user or agent asked reverie to forget a memory (any id recall returns): it is hidden
+    from recall from then on, and nothing is deleted."""
+
+    memory_id: str
+    reason: str
 
 
 class MemoryRetrieved(msgspec.Struct, kw_only=True):

@@ -10,6 +10,7 @@ from typing import Literal
 
 import msgspec
 
+from schemas.categories import Outcome, RememberedCategory
 from schemas.memory import Category, Network
 
 Weighting = Literal["cognitive", "fabric"]
@@ -23,7 +24,10 @@ class RecallRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     limit: int = 10
     as_of: datetime | None = None
     network: Network | None = None
-    category: Category | None = None
+    category: Category | RememberedCategory | None = None
+    outcome: Outcome | None = None  # remembered memories that worked, or failed (anti-patterns)
+    agent: str | None = None  # an agent's own remembered memories
+    global_only: bool = False  # only what holds in every project
     fusion: Literal["zscore", "rrf"] = "zscore"  # sum of z-scores, or Reciprocal Rank Fusion
     weighting: Weighting = "cognitive"  # or Memory Fabric's: recency 0.3, relevance 0.5, authority 0.2
     dedup: bool = False  # Memory Fabric's: near-duplicates merged, marked cross-validated

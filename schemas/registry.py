@@ -54,6 +54,7 @@ KINDS: dict[str, Kind] = {
         _observed(kinds.PERMISSION_REQUESTED, observed.PermissionRequested, "tools"),
         _observed(kinds.MEMORY_REMEMBERED, observed.MemoryRemembered, "facts"),
         _observed(kinds.MEMORY_RETRIEVED, observed.MemoryRetrieved, "dynamics"),
+        _observed(kinds.MEMORY_FORGOTTEN, observed.MemoryForgotten, "dynamics"),
         _derived(kinds.ENTITY_OBSERVED, memory.EntityObserved, "facts"),
         _derived(kinds.FACT_ASSERTED, memory.FactAsserted, "facts"),
         _derived(kinds.FACT_SUPERSEDED, memory.FactSuperseded, "facts"),

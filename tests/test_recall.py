@@ -202,8 +202,8 @@ def test_the_context_keeps_within_its_budget(recaller: Recaller) -> None:
 def test_the_hook_output_is_claude_codes_contract_byte_for_byte() -> None:
     fenced = fence.OPENING + "## Facts\n- a &quot;memory&quot;\n" + fence.CLOSING
     assert hook_output("UserPromptSubmit", fenced) == (
-        b'{"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": '
-        + json.dumps(fenced).encode()
+        b'{"hookSpecificOutput":{"hookEventName":"UserPromptSubmit","additionalContext":'
+        + json.dumps(fenced, ensure_ascii=False).encode()
         + b"}}\n"
     )
     assert hook_output("SessionStart", "") == b""

@@ -1,4 +1,5 @@
-"""The dynamics of memory: recalls and every use of a memory (activation), tiers, communities."""
+"""The dynamics of memory: recalls and every use of a memory (activation), what was asked to be
+forgotten, tiers, communities."""
 
 from projections.folds.base import json_list, latest
 from schemas import kinds
@@ -11,6 +12,9 @@ CREATE TABLE retrievals (
 CREATE TABLE activation_log (  -- activation.recorded events, and each memory a recall returned
     event_id VARCHAR, memory_id VARCHAR, activated_at TIMESTAMPTZ, cause VARCHAR, weight DOUBLE,
     PRIMARY KEY (event_id, memory_id)
+);
+CREATE TABLE forgotten (       -- hidden from recall; the memory itself is kept
+    event_id VARCHAR PRIMARY KEY, memory_id VARCHAR, ts TIMESTAMPTZ, reason VARCHAR, source VARCHAR
 );
 CREATE TABLE tiers (memory_id VARCHAR PRIMARY KEY, tier VARCHAR, since TIMESTAMPTZ, updated_by VARCHAR);
 CREATE TABLE communities (
@@ -39,6 +43,13 @@ FOLDS: list[tuple[str, str]] = [
         UNION ALL  -- every recalled memory was used then (spaced repetition)
         SELECT DISTINCT id, unnest({json_list("results")}), ts, 'recalled', 1.0
         FROM batch WHERE kind = '{kinds.MEMORY_RETRIEVED}'
+        """,
+    ),
+    (
+        "forgotten",
+        f"""
+        INSERT INTO forgotten SELECT id, payload->>'memory_id', ts, payload->>'reason', source
+        FROM batch WHERE kind = '{kinds.MEMORY_FORGOTTEN}'
         """,
     ),
     (

@@ -66,7 +66,10 @@ _RELATION, _BACKWARDS = _ontology("payload->>'relation'")
 
 
 TABLES = """
-CREATE TABLE remembered (event_id VARCHAR PRIMARY KEY, project VARCHAR, ts TIMESTAMPTZ, text VARCHAR, tags VARCHAR[]);
+CREATE TABLE remembered (
+    event_id VARCHAR PRIMARY KEY, project VARCHAR, ts TIMESTAMPTZ, text VARCHAR, tags VARCHAR[],
+    category VARCHAR, outcome VARCHAR, agent VARCHAR, scope VARCHAR
+);
 CREATE TABLE entities (
     entity_id VARCHAR PRIMARY KEY, type VARCHAR, name VARCHAR, normalized_name VARCHAR,
     aliases VARCHAR[], properties JSON, first_seen TIMESTAMPTZ, last_seen TIMESTAMPTZ,
@@ -115,7 +118,8 @@ FOLDS: list[tuple[str, str]] = [
     (
         "remembered",
         f"""
-        INSERT INTO remembered SELECT id, project, ts, payload->>'text', {json_list("tags")}
+        INSERT INTO remembered SELECT id, project, ts, payload->>'text', {json_list("tags")},
+            payload->>'category', payload->>'outcome', payload->>'agent', coalesce(payload->>'scope', 'project')
         FROM batch WHERE kind = '{kinds.MEMORY_REMEMBERED}'
         """,
     ),

@@ -26,7 +26,7 @@ class Features(msgspec.Struct, frozen=True):
     # memory has hundreds, which DuckDB hands over far faster as numbers than as datetimes)
     emotional: bool  # a correction or a failure: weighs more
     network: str  # world, experience, opinion, observation
-    category: str | None  # a fact's: stack, context, decisions, errors, patterns
+    category: str | None  # a fact's (stack, decisions...), or a remembered one's (schemas/categories.py)
     memory_type: str | None  # a fact's: episodic, semantic, procedural
     fans: list[int]  # of each entity in context it is about: in how many memories that entity is
     associated: float  # Hebbian weights between its entities and those in context, summed
@@ -35,6 +35,8 @@ class Features(msgspec.Struct, frozen=True):
     expired_at: datetime | None = None
     created_at: datetime | None = None
     superseded_by: str | None = None
+    outcome: str | None = None  # a remembered memory's: success, or failed (an anti-pattern)
+    agent: str | None = None  # a remembered memory's: the agent it belongs to
 
 
 # Built once per snapshot, off the request path (`Memories.newer`): what scoring needs of every
@@ -48,10 +50,11 @@ SELECT m.memory_id, m.kind, m.text, m.ts, m.project, m.session_id,
         AS emotional,
     CASE m.kind WHEN 'fact' THEN f.network WHEN 'opinion' THEN 'opinion' WHEN 'preference' THEN 'opinion'
         WHEN 'observation' THEN 'observation' ELSE 'experience' END AS network,
-    f.category, f.memory_type,
-    f.valid_at, f.invalid_at, f.expired_at, f.created_at, f.superseded_by
+    coalesce(f.category, rm.category) AS category, f.memory_type,
+    f.valid_at, f.invalid_at, f.expired_at, f.created_at, f.superseded_by, rm.outcome, rm.agent
 FROM memory_texts m
 LEFT JOIN facts f ON f.fact_id = m.memory_id
+LEFT JOIN remembered rm ON rm.event_id = m.memory_id
 LEFT JOIN opinions o ON o.opinion_id = m.memory_id
 LEFT JOIN episodes e ON e.episode_id = m.memory_id;
 
@@ -80,7 +83,7 @@ SELECT r.memory_id, r.kind, r.text, r.ts, r.project, r.session_id, r.confidence,
               ON (a.entity_a = e.entity_id AND list_contains($named::VARCHAR[], a.entity_b))
               OR (a.entity_b = e.entity_id AND list_contains($named::VARCHAR[], a.entity_a))
               WHERE e.memory_id = r.memory_id), 0) AS associated,
-    r.valid_at, r.invalid_at, r.expired_at, r.created_at, r.superseded_by
+    r.valid_at, r.invalid_at, r.expired_at, r.created_at, r.superseded_by, r.outcome, r.agent
 FROM r
 """
 

@@ -42,6 +42,7 @@ from projections.recall.memories import Features, Memories
 from projections.recall.tasks import Query, Task, classify, keywords, queries
 from projections.recall.timeframes import Window, window
 from projections.vectors import Vector, Vectors
+from schemas.categories import Outcome, RememberedCategory
 from schemas.memory import Category, Network
 from schemas.prompt import gist
 from schemas.recall import RecallRequest, Weighting
@@ -153,7 +154,10 @@ class Recaller:
         project: str | None = None,
         as_of: datetime | None = None,
         network: Network | None = None,
-        category: Category | None = None,
+        category: Category | RememberedCategory | None = None,
+        outcome: Outcome | None = None,
+        agent: str | None = None,
+        global_only: bool = False,
         fusion: Fusion | None = None,
         weighting: Weighting = "cognitive",
         dedup: bool = False,
@@ -193,7 +197,9 @@ class Recaller:
                     now,
                 )
                 for m in ids
-                if m in features and _admitted(features[m], as_of, now, network, category)
+                if m in features
+                and _admitted(features[m], as_of, now, network, category)
+                and _in_scope(features[m], outcome, agent, global_only)
             ]
             if len(scored) >= limit:
                 break
@@ -212,6 +218,9 @@ class Recaller:
             as_of=request.as_of,
             network=request.network,
             category=request.category,
+            outcome=request.outcome,
+            agent=request.agent,
+            global_only=request.global_only,
             fusion=msgspec.structs.replace(self.fusion, method=request.fusion),
             weighting=request.weighting,
             dedup=request.dedup,
@@ -378,12 +387,21 @@ def _recorded_about(span: Window) -> Window:
     return Window(span.start, span.end + timedelta(days=3 if days <= 7 else 7))
 
 
+def _in_scope(memory: Features, outcome: Outcome | None, agent: str | None, global_only: bool) -> bool:
+    """Whether a memory is of the outcome and the agent asked for, and everyone's if asked."""
+    if outcome is not None and memory.outcome != outcome:
+        return False
+    if agent is not None and memory.agent != agent:
+        return False
+    return not (global_only and memory.project is not None)
+
+
 def _admitted(
     memory: Features,
     as_of: datetime | None,
     now: datetime,
     network: Network | None,
-    category: Category | None,
+    category: Category | RememberedCategory | None,
 ) -> bool:
     if network is not None and memory.network != network:
         return False

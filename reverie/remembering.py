@@ -1,0 +1,143 @@
+"""Remembering and forgetting by hand: `reverie remember`, `reverie forget` and the MCP server's
+`memory_remember` and `memory_forget` record one event each, the same way.
+
+The event goes to the stream; if Redis cannot take it, to the spool, which the stack delivers
+once it runs (so nothing is lost while it is down). Forgetting is an event too: the memory is
+hidden from recall, never deleted (`reverie sql "select * from forgotten"`).
+"""
+
+import os
+
+import msgspec
+
+from ingest.emit import append, encode
+from ingest.project import project_of
+from ingest.spool import spool_event
+from schemas import kinds
+from schemas.categories import Outcome, RememberedCategory, detect_category
+from schemas.observed import MemoryForgotten, MemoryRemembered
+from schemas.settings import Settings
+
+TEXT_LIMIT = 2000  # Memory Fabric's: longer text is cut, and the answer says so
+
+
+class Recorded(msgspec.Struct, frozen=True):
+    """What was recorded, and where it went: the stream, or the spool until the stack runs."""
+
+    event_id: str
+    went_to: str
+    project: str
+    category: str | None = None
+    cut: bool = False
+
+
+def current_project(environ: dict[str, str] | None = None) -> str:
+    """The project of the folder reverie runs in, as the hooks name it."""
+    env = dict(os.environ if environ is None else environ)
+    return project_of({"cwd": os.getcwd()}, env)
+
+
+def remember(
+    settings: Settings,
+    text: str,
+    *,
+    project: str,
+    source: str,
+    category: RememberedCategory | None = None,
+    outcome: Outcome | None = None,
+    agent: str | None = None,
+    everywhere: bool = False,
+    session_id: str | None = None,
+) -> Recorded:
+    """Record `text` as remembered (its category told from it when not given)."""
+    text = " ".join(text.split())
+    if not text:
+        raise ValueError("nothing to remember: the text is empty")
+    cut = len(text) > TEXT_LIMIT
+    text = text[:TEXT_LIMIT]
+    category = category or detect_category(text)
+    payload = MemoryRemembered(
+        text=text,
+        category=category,
+        outcome=outcome,
+        agent=agent or None,
+        scope="global" if everywhere else "project",
+    )
+    event_id, data = encode(
+        kinds.MEMORY_REMEMBERED, payload, project=project, source=source, session_id=session_id, agent=agent
+    )
+    return Recorded(event_id, _deliver(settings, event_id, data), project, category, cut)
+
+
+def forget(settings: Settings, memory_id: str, reason: str, *, project: str, source: str) -> Recorded:
+    """Record that the memory `memory_id` is to be forgotten, and why."""
+    if not memory_id.strip():
+        raise ValueError("which memory? give the id recall shows for it")
+    payload = MemoryForgotten(memory_id=memory_id.strip(), reason=reason.strip() or "no reason given")
+    event_id, data = encode(kinds.MEMORY_FORGOTTEN, payload, project=project, source=source)
+    return Recorded(event_id, _deliver(settings, event_id, data), project)
+
+
+def _deliver(settings: Settings, event_id: str, data: bytes) -> str:
+    import redis  # here: the MCP server starts faster without it
+
+    from workers.redis_client import connect
+
+    try:
+        append(connect(settings, timeout=2.0), [data])
+        return "stream"
+    except (redis.RedisError, OSError):
+        spool_event(settings, event_id, data)
+        return "spool"
+
+
+def remember_command(
+    text: str,
+    category: RememberedCategory | None,
+    outcome: Outcome | None,
+    agent: str | None,
+    everywhere: bool,
+) -> int:
+    """`reverie remember`."""
+    from reverie.console import err, fail
+
+    try:
+        done = remember(
+            Settings.from_env(),
+            text,
+            project=current_project(),
+            source=kinds.SOURCE_CLI,
+            category=category,
+            outcome=outcome,
+            agent=agent,
+            everywhere=everywhere,
+        )
+    except ValueError as e:
+        return fail(str(e))
+    err.print(_said(done, "remembered", "every project" if everywhere else done.project), highlight=False)
+    return 0
+
+
+def forget_command(memory_id: str, reason: str) -> int:
+    """`reverie forget`."""
+    from reverie.console import err, fail
+
+    try:
+        done = forget(
+            Settings.from_env(), memory_id, reason, project=current_project(), source=kinds.SOURCE_CLI
+        )
+    except ValueError as e:
+        return fail(str(e))
+    err.print(_said(done, f"{memory_id} forgotten (hidden from recall, kept)", done.project), highlight=False)
+    return 0
+
+
+def _said(done: Recorded, what: str, where: str) -> str:
+    about = f" as {done.category}" if done.category else ""
+    cut = f" (cut to its first {TEXT_LIMIT} characters)" if done.cut else ""
+    later = (
+        "; the stack is down: it is spooled and delivered once `reverie up` runs"
+        if done.went_to == "spool"
+        else ""
+    )
+    return f"{what}{about} for {where}{cut}: event {done.event_id}{later}"

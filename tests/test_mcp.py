@@ -1,0 +1,139 @@
+"""`reverie mcp` through the MCP SDK's own stdio client, against a running stack: every tool, and
+no memory crossing from one project to another unless it was remembered for every project."""
+
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+from tests.conftest import Stack
+
+pytestmark = pytest.mark.integration
+
+TOOLS = {
+    "memory_recall",
+    "memory_remember",
+    "memory_reflect",
+    "memory_timeline",
+    "memory_forget",
+    "memory_why",
+}
+
+
+@asynccontextmanager
+async def reverie_mcp(env: dict[str, str], project: Path) -> AsyncIterator[ClientSession]:
+    """A session with `reverie mcp` started in `project`, as Claude Code starts it."""
+    server = StdioServerParameters(
+        command=sys.executable, args=["-m", "reverie", "mcp"], env=env, cwd=project
+    )
+    with open(project.parent / f"{project.name}-mcp.log", "a") as log:
+        async with stdio_client(server, errlog=log) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            yield session
+
+
+async def text_of(session: ClientSession, tool: str, arguments: dict[str, Any]) -> tuple[bool, str]:
+    """Whether the call failed, and the text it answered."""
+    result = await session.call_tool(tool, arguments)
+    return result.is_error, "\n".join(getattr(c, "text", "") for c in result.content)
+
+
+async def until(condition: Callable[[], Awaitable[Any]], what: str, timeout: float = 90.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while not (value := await condition()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        await anyio.sleep(0.2)
+    return value
+
+
+def project(tmp_path: Path, name: str) -> Path:
+    folder = tmp_path / name
+    folder.mkdir()
+    subprocess.run(["git", "init", "-q", str(folder)], check=True)
+    return folder
+
+
+def test_every_tool_through_the_sdk_client_and_no_memory_crosses_projects(
+    stack: Stack, env: dict[str, str], tmp_path: Path
+) -> None:
+    app, other = project(tmp_path, "app"), project(tmp_path, "other")
+
+    async def scenario() -> None:
+        async with reverie_mcp(env, app) as session:
+            listed = await session.list_tools()
+            assert {t.name for t in listed.tools} == TOOLS
+            remember = next(t for t in listed.tools if t.name == "memory_remember")
+            assert set(remember.input_schema["properties"]) == {
+                "text",
+                "category",
+                "outcome",
+                "agent",
+                "global",
+            }
+
+            failed, said = await text_of(
+                session,
+                "memory_remember",
+                {"text": "The staging cluster is called kestrel", "outcome": "failed"},
+            )
+            assert not failed and "for this project" in said, said
+            failed, said = await text_of(
+                session, "memory_remember", {"text": "Pin the linters' versions in CI", "global": True}
+            )
+            assert not failed and "as deployment for every project" in said, said  # told by "CI"
+
+            async def recalled(query: str) -> str | None:
+                failed, said = await text_of(session, "memory_recall", {"query": query})
+                assert not failed, said
+                return said if "kestrel" in said else None
+
+            found = await until(
+                lambda: recalled("what is the staging cluster called?"), "the memory recalled"
+            )
+            [line] = [line for line in found.splitlines() if "kestrel" in line]
+            assert (
+                line.startswith("[")
+                and "Anti-pattern (it failed): The staging cluster is called kestrel" in line
+            )
+            memory_id = line.rsplit("id: ", 1)[1]
+
+            failed, said = await text_of(session, "memory_reflect", {"query": "staging cluster"})
+            assert not failed and "remembered" in said and "kestrel" in said, said
+
+            failed, said = await text_of(session, "memory_forget", {"id": memory_id, "reason": "renamed"})
+            assert not failed and memory_id in said
+
+            async def gone() -> bool:
+                return await recalled("what is the staging cluster called?") is None
+
+            await until(gone, "the forgotten memory to leave recall")
+            failed, said = await text_of(session, "memory_timeline", {"entity": "no-such-entity-anywhere"})
+            assert failed and "no entity is called" in said
+            failed, said = await text_of(session, "memory_why", {"id": "fact:nothing-has-this-id"})
+            assert failed and "nothing-has-this-id" in said
+
+        async with reverie_mcp(env, other) as session:
+
+            async def linters() -> str | None:
+                _, said = await text_of(session, "memory_recall", {"query": "linter versions in CI"})
+                return said if "Pin the linters" in said else None
+
+            everywhere = await until(linters, "the global memory in another project")
+            assert "kestrel" not in everywhere
+            failed, said = await text_of(session, "memory_recall", {"query": "staging cluster kestrel"})
+            assert not failed and "kestrel" not in said  # the other project's, never this one's
+
+    anyio.run(scenario)
+    [(source, scope)] = stack.query(
+        "select source, scope from remembered r join events e on e.id = r.event_id where text like 'Pin the%'"
+    )
+    assert (source, scope) == ("mcp", "global")

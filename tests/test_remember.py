@@ -1,0 +1,99 @@
+"""Remembering and forgetting by hand: categories told from the text, `reverie remember` and
+`reverie forget` with the stack down (nothing lost), and how both fold."""
+
+import json
+import subprocess
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from ingest.spool import spooled
+from projections import sql
+from reverie.testing import Folding, make_event
+from schemas import kinds
+from schemas.categories import CATEGORIES, detect_category
+from schemas.events import Event, decode_event
+from schemas.observed import MemoryForgotten, MemoryRemembered
+from schemas.settings import Settings
+from tests.conftest import REVERIE
+
+
+@pytest.mark.parametrize(
+    ("text", "category"),
+    [
+        ("Chose PostgreSQL over MongoDB for ACID requirements", "decision"),
+        ("Offset pagination caused timeouts on tables with 1M+ rows", "pagination"),
+        ("The payments endpoint returns 409 on retries", "api"),
+        ("Run pytest with -x before pushing", "testing"),
+        ("The deploy to Kubernetes needs the migration job first", "deployment"),
+        ("I prefer small commits", "preference"),
+        ("The office closes at six", "decision"),  # Memory Fabric's default
+    ],
+)
+def test_a_category_is_told_from_the_text(text: str, category: str) -> None:
+    assert detect_category(text) == category
+
+
+def test_there_are_memory_fabrics_categories() -> None:
+    assert len(CATEGORIES) == len(set(CATEGORIES)) == 18  # its 17 told by keywords, and preference
+
+
+def test_remember_and_forget_with_the_stack_down_lose_nothing(env: dict[str, str], tmp_path: Path) -> None:
+    env = {**env, "REDIS_URL": f"unix://{tmp_path}/nobody-listens.sock"}
+    flags = ["--failed", "--agent", "db-engineer", "--global"]
+    remembered = subprocess.run(
+        [*REVERIE, "remember", *flags, "Offset pagination timed out"],
+        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert remembered.returncode == 0, remembered.stderr
+    assert (
+        "remembered as pagination for every project" in remembered.stderr and "spooled" in remembered.stderr
+    )
+    forgotten = subprocess.run(
+        [*REVERIE, "forget", "fact:1234", "--reason", "wrong"],
+        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert forgotten.returncode == 0, forgotten.stderr
+    events = [decode_event(Path(p).read_bytes()) for p in spooled(Settings(env["REVERIE_HOME"]).spool_dir, 0)]
+    by_kind = {e.kind: e for e in events}
+    said = json.loads(bytes(by_kind[kinds.MEMORY_REMEMBERED].payload))
+    assert said == {
+        "text": "Offset pagination timed out", "tags": [], "category": "pagination", "outcome": "failed",
+        "agent": "db-engineer", "scope": "global",
+    }  # fmt: skip
+    assert by_kind[kinds.MEMORY_REMEMBERED].source == "cli"
+    assert json.loads(bytes(by_kind[kinds.MEMORY_FORGOTTEN].payload)) == {
+        "memory_id": "fact:1234",
+        "reason": "wrong",
+    }
+    empty = subprocess.run([*REVERIE, "remember", "  "], env=env, capture_output=True, text=True, timeout=60)
+    assert empty.returncode == 1 and "nothing to remember" in empty.stderr
+
+
+def test_what_is_remembered_for_every_project_has_none_and_what_is_forgotten_leaves_recall(
+    settings: Settings,
+) -> None:
+    folding = Folding(settings)
+    at = datetime(2026, 11, 1, tzinfo=UTC)
+
+    def event(n: int, kind: str, payload: MemoryRemembered | MemoryForgotten) -> Event:
+        return make_event(
+            kind, payload, id=f"01M8{n:022d}", ts=at, recorded_at=at, project="/app", source="cli"
+        )
+
+    here = MemoryRemembered(text="kestrel is the staging cluster", category="deployment")
+    everywhere = MemoryRemembered(text="pin linters", outcome="success", scope="global")
+    folding.fold([event(1, kinds.MEMORY_REMEMBERED, here), event(2, kinds.MEMORY_REMEMBERED, everywhere)])
+    first, second = "01M8" + "0" * 21 + "1", "01M8" + "0" * 21 + "2"
+    remembered = "select memory_id, project, text from memory_texts where kind = 'remembered' order by 1"
+    with sql.connect(settings) as db:
+        assert db.execute(remembered).fetchall() == [
+            (first, "/app", "kestrel is the staging cluster"),
+            (second, None, "Worked: pin linters"),
+        ]
+    folding.fold([event(3, kinds.MEMORY_FORGOTTEN, MemoryForgotten(memory_id=first, reason="x"))])
+    with sql.connect(settings) as db:
+        assert [m for m, _, _ in db.execute(remembered).fetchall()] == [second]
+        assert db.execute("select reason, source from forgotten").fetchall() == [("x", "cli")]
+    folding.close()
