@@ -4,7 +4,6 @@ never; every bad answer falls back on the deterministic extractor without losing
 
 import json
 import os
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -17,7 +16,7 @@ import msgspec
 import pytest
 
 from projections.event_log import EventLog
-from reverie.testing import make_event, streamed
+from reverie.testing import Block, FakeMessagesAPI, make_event, streamed, text_block, tool_results, tool_use
 from schemas import kinds, memory
 from schemas.events import Event
 from schemas.ids import new_event_id
@@ -334,113 +333,21 @@ def test_status_says_whether_the_llm_extracts_and_what_is_wrong(
     assert stack_status(settings).llm.startswith("misconfigured, so off")
 
 
-# The real Claude Code CLI, from the npm registry, against a fake Anthropic server on loopback.
-CLAUDE_CODE = "2.1.328"
-
-
-@pytest.fixture(scope="session")
-def claude() -> str:
-    """Claude Code's executable, installed from the npm registry once per machine."""
-    folder = os.path.join(os.path.expanduser("~"), ".cache", "reverie-tests", f"claude-code-{CLAUDE_CODE}")
-    executable = os.path.join(folder, "node_modules", ".bin", "claude")
-    if not os.path.exists(executable):
-        subprocess.run(
-            [
-                "npm",
-                "install",
-                "--prefix",
-                folder,
-                "--no-audit",
-                "--no-fund",
-                f"@anthropic-ai/claude-code@{CLAUDE_CODE}",
-            ],
-            check=True,
-            capture_output=True,
-            timeout=600,
-        )
-    version = subprocess.run([executable, "--version"], capture_output=True, text=True, check=True)
-    assert version.stdout.startswith(CLAUDE_CODE), version.stdout
-    return executable
-
-
-class FakeAnthropic:
-    """The Messages API as Claude Code streams it (server-sent events): each run of `claude -p`
-    gets the next of `outputs` as its StructuredOutput tool call (the last again once they run
-    out), then ends its turn; or `status`, if given, for every request."""
+class FakeAnthropic(FakeMessagesAPI):
+    """Each run of `claude -p` gets the next of `outputs` as its StructuredOutput tool call (the
+    last again once they run out), then ends its turn; or `status`, if given, for every request."""
 
     def __init__(self, outputs: list[Any], status: int = 200) -> None:
-        self.outputs, self.status, self.runs = outputs, status, 0
-        self.requests: list[dict[str, Any]] = []
-        fake = self
+        self.outputs, self.runs = outputs, 0
+        super().__init__(self.answer, status)
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["content-length"])))
-                fake.requests.append({"path": self.path, **body})
-                if fake.status != 200:
-                    self.reply(
-                        fake.status, "application/json", b'{"type":"error","error":{"type":"api_error"}}'
-                    )
-                    return
-                self.reply(200, "text/event-stream", fake.stream(body))
-
-            def reply(self, status: int, content_type: str, data: bytes) -> None:
-                self.send_response(status)
-                self.send_header("content-type", content_type)
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def stream(self, body: dict[str, Any]) -> bytes:
-        answered = any(
-            isinstance(m.get("content"), list) and any(c.get("type") == "tool_result" for c in m["content"])
-            for m in body.get("messages", [])
+    def answer(self, body: dict[str, Any]) -> Block:
+        if tool_results(body):  # the tool call was taken: the turn ends
+            return text_block("Recorded.")
+        self.runs += 1
+        return tool_use(
+            "StructuredOutput", self.outputs[min(self.runs, len(self.outputs)) - 1], f"toolu_{self.runs}"
         )
-        block: dict[str, Any]
-        if answered:  # the tool call was taken: the turn ends
-            block, delta, stop = (
-                {"type": "text", "text": ""},
-                {"type": "text_delta", "text": "Recorded."},
-                "end_turn",
-            )
-        else:
-            self.runs += 1
-            output = self.outputs[min(self.runs, len(self.outputs)) - 1]
-            block = {"type": "tool_use", "id": f"toolu_{self.runs}", "name": "StructuredOutput", "input": {}}
-            delta = {
-                "type": "input_json_delta",
-                "partial_json": output if isinstance(output, str) else json.dumps(output),
-            }
-            stop = "tool_use"
-        usage = {"input_tokens": 1500, "output_tokens": 1}
-        message: dict[str, Any] = {"id": "msg_1", "type": "message", "role": "assistant", "content": []}
-        message |= {"model": body.get("model"), "stop_reason": None, "usage": usage}
-        events = [
-            ("message_start", {"type": "message_start", "message": message}),
-            ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": block}),
-            ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta}),
-            ("content_block_stop", {"type": "content_block_stop", "index": 0}),
-            (
-                "message_delta",
-                {"type": "message_delta", "delta": {"stop_reason": stop}, "usage": {"output_tokens": 200}},
-            ),
-            ("message_stop", {"type": "message_stop"}),
-        ]
-        return "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events).encode()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 @pytest.fixture

@@ -1,0 +1,194 @@
+"""reverie with the real Claude Code CLI, end to end: installed by its own installer into a scratch
+HOME, a stack running, and `claude -p` in a git project against a scripted model on loopback.
+
+The scripted model answers what a marker in the prompt asks for (run a command, start a
+subagent, recall from reverie's MCP server) and "Done." otherwise, so the requests Claude Code
+makes on its own (a title, a check) get a plain answer. What the agent sees is what counts:
+the tests read the requests Claude Code sent the model.
+"""
+
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ingest.context import context_for
+from reverie.testing import Block, FakeMessagesAPI, said, text_block, tool_results, tool_use
+from schemas import kinds
+from schemas.settings import Settings
+from tests.conftest import REVERIE, Stack, wait_for
+
+pytestmark = pytest.mark.integration
+
+TAUGHT = "We use PostgreSQL 16 for the orders service and run the tests with pytest -x."
+
+
+RECALL = "mcp__reverie__memory_recall"
+
+
+def scripted(body: dict[str, Any]) -> Block:
+    """What the model answers: the tool a marker in the user's turns asks for, once; reverie's
+    MCP tool as a model reaches a deferred tool: ToolSearch loads its schema, then the call."""
+    answered = {block.get("tool_use_id") for block in tool_results(body)}
+    offered = {tool.get("name") for tool in body.get("tools", [])}
+    asked = json.dumps([m for m in body.get("messages", []) if m.get("role") == "user"])
+    if "ASK_MEMORY" in asked and "toolu_recall" not in answered:
+        if RECALL in offered:
+            return tool_use(RECALL, {"query": "which database does the orders service use"}, "toolu_recall")
+        if "ToolSearch" in offered and "toolu_search" not in answered:
+            return tool_use("ToolSearch", {"query": f"select:{RECALL}"}, "toolu_search")
+    if answered:
+        return text_block("Done.")
+    if "RUN_TESTS" in asked and "Bash" in offered:
+        return tool_use("Bash", {"command": "echo 3 passed", "description": "run the tests"}, "toolu_bash")
+    if "SPAWN_HELPER" in asked and offered & {"Agent", "Task"}:
+        name = "Agent" if "Agent" in offered else "Task"
+        brief = {"description": "check", "prompt": "Say ok.", "subagent_type": "general-purpose"}
+        return tool_use(name, brief, "toolu_agent")
+    return text_block("Done.")
+
+
+@pytest.fixture
+def model() -> Iterator[FakeMessagesAPI]:
+    fake = FakeMessagesAPI(scripted)
+    yield fake
+    fake.close()
+
+
+class Claude:
+    """`claude` as a user runs it, in a scratch HOME with reverie installed, in a git project."""
+
+    def __init__(
+        self, executable: str, home: Path, project: Path, env: dict[str, str], model: FakeMessagesAPI
+    ) -> None:
+        self.executable, self.home, self.project = executable, home, project
+        self.env = {
+            **{k: v for k, v in env.items() if not k.startswith(("CLAUDE", "ANTHROPIC"))},
+            "HOME": str(home),
+            "ANTHROPIC_BASE_URL": model.url,
+            "ANTHROPIC_API_KEY": "any",
+            "CLAUDE_CODE_MAX_RETRIES": "0",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        }
+        self.model = model
+
+    def run(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [self.executable, *args],
+            cwd=self.project,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+
+    def prompt(self, text: str, *tools: str) -> dict[str, Any]:
+        """One `claude -p` session; its JSON result."""
+        allowed = ["--allowedTools", ",".join(tools)] if tools else []
+        done = self.run("-p", text, "--output-format", "json", *allowed)
+        assert done.returncode == 0, done.stdout + done.stderr
+        result: dict[str, Any] = json.loads(done.stdout)
+        return result
+
+    def requests_with(self, marker: str) -> list[dict[str, Any]]:
+        return [r for r in self.model.requests if marker in said(r)]
+
+
+@pytest.fixture
+def claude_code(
+    claude: str, stack: Stack, env: dict[str, str], tmp_path: Path, model: FakeMessagesAPI
+) -> Claude:
+    home, project = tmp_path / "home", tmp_path / "orders"
+    home.mkdir()
+    project.mkdir()
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    installed = subprocess.run(
+        [*REVERIE, "install", "claude-code"],
+        env={**env, "HOME": str(home)},
+        cwd=project,
+        capture_output=True,
+        text=True,
+    )
+    assert installed.returncode == 0, installed.stderr
+    return Claude(claude, home, project, env, model)
+
+
+def recorded(stack: Stack, session_id: str) -> list[str]:
+    rows = stack.query(
+        f"select kind from events where session_id = '{session_id}' and source = 'claude-code'"
+    )
+    return sorted({kind for (kind,) in rows})
+
+
+def test_every_hook_event_of_a_session_is_recorded(claude_code: Claude, stack: Stack) -> None:
+    result = claude_code.prompt(f"{TAUGHT} RUN_TESTS", "Bash")
+    session = result["session_id"]
+    expected = [
+        kinds.SESSION_STARTED, kinds.PROMPT_SUBMITTED, kinds.TOOL_REQUESTED, kinds.TOOL_USED,
+        kinds.ASSISTANT_STOPPED, kinds.SESSION_ENDED,
+    ]  # fmt: skip
+    wait_for(
+        lambda: set(expected) <= set(recorded(stack, session)), timeout=60, what="every hook event archived"
+    )
+    [(command, project)] = stack.query(
+        f"select payload->'tool_input'->>'command', project from events where session_id = '{session}' "
+        f"and kind = '{kinds.TOOL_USED}'"
+    )
+    assert command == "echo 3 passed" and project == str(claude_code.project)
+    assert not list(Path(Settings(claude_code.env["REVERIE_HOME"]).dead_letter_dir).glob("*.json"))
+
+
+def test_a_later_session_is_told_what_an_earlier_one_taught(claude_code: Claude, stack: Stack) -> None:
+    claude_code.prompt(TAUGHT)
+    settings = Settings(claude_code.env["REVERIE_HOME"])
+    asked = {"prompt": "Which database does the orders service use?", "session_id": "later"}
+    wait_for(
+        lambda: "PostgreSQL" in context_for(settings, "UserPromptSubmit", asked, str(claude_code.project)),
+        timeout=120,
+        what="the first session's prompt to be recallable",
+    )
+    claude_code.prompt("Which database does the orders service use?")
+    [request] = [
+        r for r in claude_code.requests_with("Which database does the orders service use?") if r.get("tools")
+    ]
+    body = said(request)
+    assert (
+        "UserPromptSubmit hook additional context:" in body
+        and "SessionStart hook additional context:" in body
+    )
+    prompt_context = body.split("UserPromptSubmit hook additional context:", 1)[1]
+    assert "PostgreSQL 16" in prompt_context and "pytest -x" in prompt_context
+
+
+def test_claude_lists_reverie_connected_and_the_model_recalls_through_it(
+    claude_code: Claude, stack: Stack
+) -> None:
+    listed = claude_code.run("mcp", "list")
+    assert listed.returncode == 0
+    [line] = [line for line in listed.stdout.splitlines() if line.startswith("reverie:")]
+    assert "Connected" in line, listed.stdout
+    claude_code.prompt(TAUGHT)
+    settings = Settings(claude_code.env["REVERIE_HOME"])
+    asked = {"prompt": "which database does the orders service use", "session_id": "later"}
+    wait_for(
+        lambda: "PostgreSQL" in context_for(settings, "UserPromptSubmit", asked, str(claude_code.project)),
+        timeout=120,
+        what="the taught prompt to be recallable",
+    )
+    claude_code.prompt("ASK_MEMORY before you answer", "mcp__reverie__memory_recall")
+    answered = [r for r in claude_code.model.requests if tool_results(r) and "ASK_MEMORY" in said(r)]
+    assert answered, "the model never got the tool's result"
+    [result] = [block for block in tool_results(answered[-1]) if block["tool_use_id"] == "toolu_recall"]
+    text = json.dumps(result["content"])
+    assert "PostgreSQL 16" in text and "id: " in text and not result.get("is_error")
+
+
+def test_a_subagents_start_and_stop_are_recorded(claude_code: Claude, stack: Stack) -> None:
+    session = claude_code.prompt("SPAWN_HELPER to check", "Task", "Agent")["session_id"]
+    wanted = {kinds.SUBAGENT_STARTED, kinds.SUBAGENT_STOPPED}
+    wait_for(lambda: wanted <= set(recorded(stack, session)), timeout=60, what="the subagent's events")
+    assert os.path.isdir(claude_code.project)
