@@ -210,6 +210,20 @@ def _parser() -> argparse.ArgumentParser:
     )
     forget.add_argument("id", help="the memory's id")
     forget.add_argument("--reason", default="", help="why (kept with the event)")
+    claude_code = sub.add_parser(
+        "claude-code",
+        help="reverie as a Claude Code plugin: its marketplace and plugin folders",
+        description="Without `reverie install`, Claude Code can take reverie as a plugin: run\n"
+        "  claude plugin marketplace add $(reverie claude-code marketplace)\n"
+        "  claude plugin install reverie@reverie\n"
+        "The plugin holds the hooks, the MCP server and the /reverie:remember and /reverie:recall "
+        "commands; Claude Code asks `reverie claude-code plugin` for it again at each update and "
+        "session, so it always points at the reverie installed now.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    folder = claude_code.add_subparsers(dest="folder", metavar="FOLDER", required=True)
+    folder.add_parser("marketplace", help="write the marketplace folder and print its path")
+    folder.add_parser("plugin", help="write the plugin folder and print its path (the marketplace runs this)")
     sub.add_parser(
         "mcp",
         help="the MCP server Claude Code starts (stdio): recall, remember, reflect, timeline, forget, why",
@@ -317,6 +331,10 @@ def run(argv: list[str]) -> int:
                 " ".join(args.text), args.category, args.outcome, args.agent, args.everywhere
             )
         return remembering.forget_command(args.id, args.reason)
+    if args.command == "claude-code":
+        from reverie import marketplace
+
+        return marketplace.plugin_command() if args.folder == "plugin" else marketplace.marketplace_command()
     if args.command == "mcp":
         from reverie import mcp_server
 

@@ -192,3 +192,30 @@ def test_a_subagents_start_and_stop_are_recorded(claude_code: Claude, stack: Sta
     wanted = {kinds.SUBAGENT_STARTED, kinds.SUBAGENT_STOPPED}
     wait_for(lambda: wanted <= set(recorded(stack, session)), timeout=60, what="the subagent's events")
     assert os.path.isdir(claude_code.project)
+
+
+def test_the_plugin_from_reveries_own_marketplace_records_and_brings_its_commands(
+    claude: str, stack: Stack, env: dict[str, str], tmp_path: Path, model: FakeMessagesAPI
+) -> None:
+    home, project = tmp_path / "home", tmp_path / "orders"
+    home.mkdir()
+    project.mkdir()
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    code = Claude(claude, home, project, env, model)
+    marketplace = subprocess.run(
+        [*REVERIE, "claude-code", "marketplace"], env=env, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert code.run("plugin", "marketplace", "add", marketplace).returncode == 0
+    installed = code.run("plugin", "install", "reverie@reverie", "-y")
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    assert "✔ enabled" in code.run("plugin", "list").stdout
+    listed = code.run("mcp", "list").stdout
+    assert any(
+        line.startswith("plugin:reverie:reverie:") and "Connected" in line for line in listed.splitlines()
+    )
+    session = code.prompt("RUN_TESTS please", "Bash")["session_id"]
+    wanted = {kinds.SESSION_STARTED, kinds.PROMPT_SUBMITTED, kinds.TOOL_USED, kinds.SESSION_ENDED}
+    wait_for(lambda: wanted <= set(recorded(stack, session)), timeout=60, what="the plugin's hooks to record")
+    code.prompt("/reverie:remember --failed Offset pagination timed out on big tables")
+    [expanded] = code.requests_with("Remember this with reverie's `memory_remember` tool")[:1]
+    assert "--failed Offset pagination timed out on big tables" in said(expanded)
