@@ -8,20 +8,18 @@ import msgspec
 
 from reverie.console import err, fail, out, print_rows
 from schemas.prompt import gist
-from schemas.recall import RecallRequest
+from schemas.recall import Recall, RecallRequest
 from schemas.settings import Settings
 
 if TYPE_CHECKING:
-    from projections.recall.pipeline import Recall, Recaller
+    from projections.recall.pipeline import Recaller
 
 _SERVICE_DEADLINE_S = 10.0
 
 
-def find(settings: Settings, request: RecallRequest) -> "Recall":
+def find(settings: Settings, request: RecallRequest) -> Recall:
     """Recall as `request` asks: from the warm service if it runs, else here (the model loads
     once per process, in seconds). RecallFailed if the service says why it could not."""
-    from projections.recall.pipeline import Recall
-
     return msgspec.convert(_ask_service(settings, request) or _in_process(settings, request), Recall)
 
 

@@ -196,3 +196,25 @@ def tool_results(body: dict[str, Any]) -> list[Block]:
 def said(body: dict[str, Any]) -> str:
     """All the text a Messages API request carries (system prompt, messages, tool results), as JSON."""
     return json.dumps({"system": body.get("system"), "messages": body.get("messages")}, ensure_ascii=False)
+
+
+# The real Claude Code CLI, pinned, from the npm registry (its native binary comes as an optional
+# dependency), cached in the checkout's ignored .cache/ folder.
+CLAUDE_CODE = "2.1.328"
+
+
+def claude_code(version: str = CLAUDE_CODE) -> str:
+    """Claude Code's executable, installed from the npm registry the first time."""
+    import subprocess
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parents[1] / ".cache" / f"claude-code-{version}"
+    executable = folder / "node_modules" / ".bin" / "claude"
+    if not executable.exists():
+        package = f"@anthropic-ai/claude-code@{version}"
+        npm = ["npm", "install", "--prefix", str(folder), "--no-audit", "--no-fund", package]
+        subprocess.run(npm, check=True, capture_output=True, timeout=900)
+    found = subprocess.run([executable, "--version"], capture_output=True, text=True, check=True).stdout
+    if not found.startswith(version):
+        raise RuntimeError(f"{executable} is Claude Code {found.strip()}, not {version}")
+    return str(executable)

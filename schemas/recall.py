@@ -1,4 +1,7 @@
-"""What the hooks and `reverie recall` ask the warm recall service, one JSON line per request.
+"""Recall's request and its answer, in one place: what the hooks, `reverie recall` and the MCP
+server ask the warm recall service, one JSON line per request, and the Recall it answers (the
+memories scored, the task and queries read from the prompt, the time it names). Readers of an
+answer need nothing of the pipeline (projections/recall/) that makes it.
 
 The answer is one JSON line too: {"context": "..."} for a hook (the text to inject, "" for
 nothing), {"recall": {...}} for `reverie recall`, or {"error": "..."}. A request line holds at
@@ -36,3 +39,55 @@ class RecallRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     transcript_bytes: int | None = None  # how full the context is
     # how long the asker waits for the answer, in seconds: past it the service drops the request
     deadline_s: float | None = None
+
+
+Task = Literal["feature", "bugfix", "refactor", "question", "design", "debug", "unknown"]
+
+
+class Query(msgspec.Struct, frozen=True):
+    """One of the queries recall asks on a prompt's behalf, aimed at a category of memory."""
+
+    text: str
+    category: Category
+    weight: float
+
+
+class Window(msgspec.Struct, frozen=True):
+    """[start, end): the span of time a prompt asks about. Vague: said loosely ("recently",
+    "last year"), a hint rather than a bound."""
+
+    start: datetime
+    end: datetime
+    vague: bool = False
+
+    def __contains__(self, moment: datetime) -> bool:
+        return self.start <= moment < self.end
+
+
+class Scored(msgspec.Struct, frozen=True):
+    """A recalled memory, with every component of its score (see `reverie recall --explain`)."""
+
+    memory_id: str
+    kind: str
+    text: str
+    ts: datetime | None
+    project: str | None
+    session_id: str | None
+    memory_type: str | None
+    score: float
+    relevance: float
+    activation: float
+    retrievability: float
+    recency: float
+    confidence: float
+    sources: list[str]  # the retrievers that found it ("neighbour": next to one they found)
+    components: dict[str, float]  # each component's z-score (or reciprocal rank)
+    cross_validated: bool = False  # with dedup: another memory found said the same
+
+
+class Recall(msgspec.Struct, frozen=True):
+    prompt: str
+    task: Task
+    queries: list[Query]
+    window: Window | None
+    results: list[Scored]

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from reverie.testing import claude_code
 from schemas import kinds
 from schemas.settings import Settings
 
@@ -139,32 +140,7 @@ def stack(env: dict[str, str], settings: Settings) -> Iterator[Stack]:
         running.stop()
 
 
-# The real Claude Code CLI, pinned, from the npm registry (its native binary comes as an optional
-# dependency), cached in the project's ignored .cache/ folder.
-CLAUDE_CODE = "2.1.328"
-CACHE = Path(__file__).resolve().parents[1] / ".cache"
-
-
 @pytest.fixture(scope="session")
 def claude() -> str:
-    """Claude Code's executable, installed once per checkout."""
-    folder = CACHE / f"claude-code-{CLAUDE_CODE}"
-    executable = folder / "node_modules" / ".bin" / "claude"
-    if not executable.exists():
-        subprocess.run(
-            [
-                "npm",
-                "install",
-                "--prefix",
-                str(folder),
-                "--no-audit",
-                "--no-fund",
-                f"@anthropic-ai/claude-code@{CLAUDE_CODE}",
-            ],
-            check=True,
-            capture_output=True,
-            timeout=900,
-        )
-    version = subprocess.run([executable, "--version"], capture_output=True, text=True, check=True)
-    assert version.stdout.startswith(CLAUDE_CODE), version.stdout
-    return str(executable)
+    """The real Claude Code CLI (reverie.testing.claude_code), installed once per checkout."""
+    return claude_code()

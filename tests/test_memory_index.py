@@ -12,9 +12,9 @@ import pytest
 from projections.embeddings import content_hash
 from projections.recall import index as memory_index
 from projections.recall.index import K1, B, MemoryIndex
-from projections.recall.timeframes import Window
 from projections.recall.words import terms
 from projections.vectors import Vectors
+from schemas.recall import Window
 
 T0 = datetime(2026, 3, 1, 12, tzinfo=UTC)
 DIM = 4

@@ -25,12 +25,12 @@ from ingest.emit import Emitter
 from projections.embeddings import load_encoder
 from projections.recall import context
 from projections.recall.memories import Memories
-from projections.recall.pipeline import Overdue, Recall, Recaller
+from projections.recall.pipeline import Overdue, Recaller
 from projections.vectors import Vectors, vectors_path
 from schemas.files import private_directory, write_durably
 from schemas.kinds import MEMORY_RETRIEVED, SOURCE_WORKER
 from schemas.observed import MemoryRetrieved
-from schemas.recall import REQUEST_LIMIT, RecallRequest
+from schemas.recall import REQUEST_LIMIT, Recall, RecallRequest
 from schemas.settings import Settings
 from workers.redis_client import connect
 

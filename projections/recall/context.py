@@ -15,9 +15,9 @@ from collections.abc import Iterable
 from typing import Literal
 
 from projections.recall.memories import Continuity
-from projections.recall.pipeline import Scored
 from schemas.fence import CLOSING, OPENING, escape
 from schemas.kinds import HOOK_CONTEXT_LIMIT
+from schemas.recall import Scored
 
 Pressure = Literal["full", "reduced", "minimal", "emergency"]
 _BUDGETS: dict[Pressure, int] = {"full": 6_000, "reduced": 3_000, "minimal": 1_200, "emergency": 400}

@@ -27,9 +27,9 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from projections.recall.timeframes import Window
 from projections.recall.words import terms
 from projections.vectors import Vectors, vector_matrix
+from schemas.recall import Window
 
 CONVERSATION = ("prompt", "message")  # the kinds of memory that are turns of a session
 K1 = 0.9  # BM25's term frequency saturation

@@ -39,13 +39,13 @@ from projections.recall.baseline import Baseline, z_scores
 from projections.recall.fusion import reciprocal_ranks
 from projections.recall.index import Floats, MemoryIndex, RowIds, Rows, Scope, best
 from projections.recall.memories import Features, Memories
-from projections.recall.tasks import Query, Task, classify, keywords, queries
-from projections.recall.timeframes import Window, window
+from projections.recall.tasks import classify, keywords, queries
+from projections.recall.timeframes import window
 from projections.vectors import Vector, Vectors
 from schemas.categories import Outcome, RememberedCategory
 from schemas.memory import Category, Network
 from schemas.prompt import gist
-from schemas.recall import RecallRequest, Weighting
+from schemas.recall import Query, Recall, RecallRequest, Scored, Weighting, Window
 
 Sides = tuple[str | None, str | None]  # the turns before and after a turn
 _SEMANTIC = ("semantic", "semantic_before", "semantic_around")  # the model, on the three readings
@@ -75,35 +75,6 @@ class Fusion(msgspec.Struct, frozen=True):
 
 
 DEFAULT_FUSION = Fusion()
-
-
-class Scored(msgspec.Struct, frozen=True):
-    """A recalled memory, with every component of its score (see `reverie recall --explain`)."""
-
-    memory_id: str
-    kind: str
-    text: str
-    ts: datetime | None
-    project: str | None
-    session_id: str | None
-    memory_type: str | None
-    score: float
-    relevance: float
-    activation: float
-    retrievability: float
-    recency: float
-    confidence: float
-    sources: list[str]  # the retrievers that found it ("neighbour": next to one they found)
-    components: dict[str, float]  # each component's z-score (or reciprocal rank)
-    cross_validated: bool = False  # with dedup: another memory found said the same
-
-
-class Recall(msgspec.Struct, frozen=True):
-    prompt: str
-    task: Task
-    queries: list[Query]
-    window: Window | None
-    results: list[Scored]
 
 
 class Candidates(msgspec.Struct):

@@ -6,13 +6,9 @@ explained and replayed.
 """
 
 import re
-from typing import Literal
-
-import msgspec
 
 from schemas.memory import Category
-
-Task = Literal["feature", "bugfix", "refactor", "question", "design", "debug", "unknown"]
+from schemas.recall import Query, Task
 
 # Word stems: a prompt word counts when it starts with one of them.
 _STEMS: dict[Task, tuple[str, ...]] = {
@@ -55,12 +51,6 @@ _STOPWORDS_TEXT = """
     qui quoi sur pas par avec ce cette ces je tu il elle nous vous ils au aux se sa son ses mon ma mes
     pourquoi comment quand où quel quelle quels est-ce"""
 _STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
-
-
-class Query(msgspec.Struct, frozen=True):
-    text: str
-    category: Category
-    weight: float
 
 
 def classify(prompt: str) -> Task:

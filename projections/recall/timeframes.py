@@ -4,7 +4,7 @@ and French. The temporal retriever keeps the memories inside the window."""
 import re
 from datetime import UTC, date, datetime, time, timedelta
 
-import msgspec
+from schemas.recall import Window
 
 _MONTH_NAMES = (
     "january february march april may june july august september october november december",
@@ -36,18 +36,6 @@ _RELATIVE: dict[str, tuple[int, int]] = {  # (days back to the start, days in th
     "recently": (14, 15), "récemment": (14, 15), "recemment": (14, 15),
     "last year": (365, 365), "l'année dernière": (365, 365), "l'an dernier": (365, 365),
 }  # fmt: skip
-
-
-class Window(msgspec.Struct, frozen=True):
-    """[start, end): the span of time a prompt asks about. Vague: said loosely ("recently",
-    "last year"), a hint rather than a bound."""
-
-    start: datetime
-    end: datetime
-    vague: bool = False
-
-    def __contains__(self, moment: datetime) -> bool:
-        return self.start <= moment < self.end
 
 
 def window(prompt: str, now: datetime | None = None) -> Window | None:

@@ -1,0 +1,91 @@
+"""What reverie adds to a real Claude Code session: `claude -p` (the real CLI, pinned) runs one
+Bash command for a scripted model on loopback, in a scratch HOME without reverie and in one
+where `reverie install claude-code` put its hooks and MCP server (a stack running), the two
+interleaved. Each session is timed by the operating system's accounting (wait4: CPU of the CLI,
+its hooks and its MCP server) and by the wall clock. Prints one JSON line: medians in
+milliseconds and what reverie adds.
+
+    python benchmarks/claude_session.py [--runs 10]
+"""
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any
+
+from reverie.testing import Block, FakeMessagesAPI, claude_code, text_block, tool_results, tool_use
+from schemas.settings import Settings
+
+
+def scripted(body: dict[str, Any]) -> Block:
+    offered = {tool.get("name") for tool in body.get("tools", [])}
+    if tool_results(body) or "Bash" not in offered:
+        return text_block("Done.")
+    return tool_use("Bash", {"command": "echo 3 passed", "description": "run the tests"})
+
+
+def session(claude: str, home: str, project: str, env: dict[str, str]) -> tuple[float, float]:
+    """Wall and CPU milliseconds of one `claude -p` session."""
+    argv = [claude, "-p", "Run the tests, please.", "--allowedTools", "Bash", "--output-format", "json"]
+    start = time.perf_counter()
+    child = subprocess.Popen(argv, cwd=project, env={**env, "HOME": home}, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = (time.perf_counter() - start) * 1000
+    assert os.waitstatus_to_exitcode(status) == 0
+    return wall, (usage.ru_utime + usage.ru_stime) * 1000
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--runs", type=int, default=10)
+    args = parser.parse_args()
+    claude = claude_code()
+    base = tempfile.mkdtemp(prefix="rv-session-")
+    plain, with_reverie, project, data = (
+        os.path.join(base, n) for n in ("plain", "reverie", "orders", "data")
+    )
+    for folder in (plain, with_reverie, project):
+        os.makedirs(folder)
+    subprocess.run(["git", "init", "-q", project], check=True)
+    model = FakeMessagesAPI(scripted)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE", "ANTHROPIC", "REDIS_URL"))}
+    env |= {"REVERIE_HOME": data, "ANTHROPIC_BASE_URL": model.url, "ANTHROPIC_API_KEY": "any"}
+    env |= {"CLAUDE_CODE_MAX_RETRIES": "0", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
+    reverie = [sys.executable, "-m", "reverie"]
+    try:
+        subprocess.run([*reverie, "up", "--detach"], env=env, check=True, capture_output=True)
+        deadline = time.monotonic() + 120
+        while not os.path.exists(Settings(data).recall_socket_path) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        installing = {**env, "HOME": with_reverie}
+        subprocess.run([*reverie, "install", "claude-code"], env=installing, cwd=project, check=True)
+        session(claude, plain, project, env)  # warm the page cache, both ways
+        session(claude, with_reverie, project, env)
+        times: dict[str, list[tuple[float, float]]] = {"without": [], "with": []}
+        for _ in range(args.runs):
+            times["without"].append(session(claude, plain, project, env))
+            times["with"].append(session(claude, with_reverie, project, env))
+    finally:
+        subprocess.run([*reverie, "down"], env=env, capture_output=True)
+        model.close()
+        shutil.rmtree(base, ignore_errors=True)
+    result: dict[str, object] = {"benchmark": "claude_session", "runs": args.runs}
+    for name, runs in times.items():
+        result[f"{name}_reverie_wall_p50_ms"] = round(statistics.median(w for w, _ in runs), 1)
+        result[f"{name}_reverie_cpu_p50_ms"] = round(statistics.median(c for _, c in runs), 1)
+    for measure, i in (("wall", 0), ("cpu", 1)):
+        added = [w[i] - wo[i] for w, wo in zip(times["with"], times["without"], strict=True)]
+        result[f"added_{measure}_pairs_median_ms"] = round(statistics.median(added), 1)
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
