@@ -1,9 +1,11 @@
-"""What the UserPromptSubmit and SessionStart hooks print: recalled memories for Claude Code.
+"""What the UserPromptSubmit, SessionStart and SubagentStart hooks print: memories for Claude Code.
 
-The hook asks the warm recall service (`reverie serve`) under a hard deadline. When the
-service is down or late, it falls back to the project's profile (the last SessionStart
-context, kept by the service), then to nothing: never an error, never a wait past the deadline.
-Standard library only.
+The hook asks the warm recall service (`reverie serve`) under a hard deadline: the memories
+recall finds for a prompt, what the last sessions leave to a new one, and what a kind of
+subagent remembered (`reverie remember --agent TYPE`) to that subagent as it starts. When the
+service is down or late, a prompt or a session falls back to the project's profile (the last
+SessionStart context, kept by the service), a subagent to nothing: never an error, never a
+wait past the deadline. Standard library only.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from schemas.settings import Settings
 from schemas.sockets import connect
 
 DEADLINE_S = 0.3
-CONTEXT_HOOKS = ("UserPromptSubmit", "SessionStart")
+CONTEXT_HOOKS = ("UserPromptSubmit", "SessionStart", "SubagentStart")
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -48,6 +50,8 @@ def context_for(settings: Settings, hook: str, payload: dict[str, Any], project:
 
         request["prompt"] = gist(str(payload.get("prompt") or ""))
         request["transcript_bytes"] = _size(payload.get("transcript_path"))
+    if hook == "SubagentStart":  # what this kind of agent remembered: the project's profile is not its
+        request["agent"] = str(payload.get("agent_type") or "")
     try:
         answer = ask(settings.recall_socket_path, request, DEADLINE_S)
         text = answer.get("context")
@@ -55,6 +59,8 @@ def context_for(settings: Settings, hook: str, payload: dict[str, Any], project:
             return text
     except (OSError, ValueError):
         pass
+    if hook == "SubagentStart":
+        return ""
     try:
         with open(settings.profile_path(project), encoding="utf-8") as f:
             return f.read(HOOK_CONTEXT_LIMIT)

@@ -8,7 +8,6 @@ the tests read the requests Claude Code sent the model.
 """
 
 import json
-import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -187,11 +186,27 @@ def test_claude_lists_reverie_connected_and_the_model_recalls_through_it(
     assert "PostgreSQL 16" in text and "id: " in text and not result.get("is_error")
 
 
-def test_a_subagents_start_and_stop_are_recorded(claude_code: Claude, stack: Stack) -> None:
+def test_a_subagent_is_told_what_its_kind_remembered_and_its_start_and_stop_are_recorded(
+    claude_code: Claude, stack: Stack
+) -> None:
+    lesson = "Check the orders migrations with alembic check before any schema change"
+    env = {**claude_code.env, "CLAUDE_PROJECT_DIR": str(claude_code.project)}
+    subprocess.run([*REVERIE, "remember", "--agent", "general-purpose", lesson], env=env, check=True)
+    subprocess.run([*REVERIE, "remember", "--agent", "code-reviewer", "Reviewers only"], env=env, check=True)
+    settings = Settings(claude_code.env["REVERIE_HOME"])
+    starting = {"agent_type": "general-purpose", "session_id": "s"}
+    wait_for(
+        lambda: "alembic" in context_for(settings, "SubagentStart", starting, str(claude_code.project)),
+        timeout=60,
+        what="the agent's memory to be known",
+    )
     session = claude_code.prompt("SPAWN_HELPER to check", "Task", "Agent")["session_id"]
+    subagent = claude_code.requests_with("SubagentStart hook additional context:")
+    assert subagent, "no request of the subagent carried its context"
+    told = said(subagent[0]).split("SubagentStart hook additional context:", 1)[1]
+    assert "alembic check" in told and "Reviewers only" not in told
     wanted = {kinds.SUBAGENT_STARTED, kinds.SUBAGENT_STOPPED}
     wait_for(lambda: wanted <= set(recorded(stack, session)), timeout=60, what="the subagent's events")
-    assert os.path.isdir(claude_code.project)
 
 
 def test_the_plugin_from_reveries_own_marketplace_records_and_brings_its_commands(

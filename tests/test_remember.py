@@ -97,3 +97,38 @@ def test_what_is_remembered_for_every_project_has_none_and_what_is_forgotten_lea
         assert [m for m, _, _ in db.execute(remembered).fetchall()] == [second]
         assert db.execute("select reason, source from forgotten").fetchall() == [("x", "cli")]
     folding.close()
+
+
+def test_a_new_session_is_told_its_own_projects_decisions_and_those_that_hold_everywhere(
+    settings: Settings,
+) -> None:
+    from projections.recall.memories import Memories
+    from schemas.memory import FactAsserted
+
+    at = datetime(2026, 11, 1, tzinfo=UTC)
+
+    def decided(n: int, project: str, description: str, scope: str = "project") -> Event:
+        fact = FactAsserted(
+            fact_id=f"f{n}", source="e0", relation="decided_for", description=description,
+            category="decisions", scope=scope,  # type: ignore[arg-type]
+        )  # fmt: skip
+        return make_event(
+            kinds.FACT_ASSERTED, fact, id=f"01M9{n:022d}", ts=at, recorded_at=at, project=project,
+            source="worker", caused_by=("01CAUSE",),
+        )  # fmt: skip
+
+    folding = Folding(settings)
+    folding.fold(
+        [
+            decided(1, "/app", "Use PostgreSQL for orders"),
+            decided(2, "/other", "Use MongoDB for the catalogue"),
+            decided(3, "/other", "Pin the linters in CI", scope="global"),
+        ]
+    )
+    folding.close()
+    memories = Memories(settings)
+    try:
+        decisions = memories.continuity("/app", "new-session").decisions
+    finally:
+        memories.close()
+    assert sorted(decisions) == ["Pin the linters in CI", "Use PostgreSQL for orders"]

@@ -62,6 +62,13 @@ class RecallService:
         try:
             if request.hook == "SessionStart":
                 return {"context": self._session_start(request)}
+            if request.hook == "SubagentStart":
+                memories = self.recaller.memories.remembered_by(request.project, request.agent or "")
+                return {
+                    "context": context.render_agent_memories(
+                        request.agent or "", memories, context.budget("full")
+                    )
+                }
             found = self.recaller.answer(request, deadline)
         finally:
             self.lock.release()

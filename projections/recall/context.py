@@ -81,6 +81,14 @@ def render_continuity(continuity: Continuity, limit_chars: int) -> str:
     )
 
 
+def render_agent_memories(agent: str, memories: list[str], limit_chars: int) -> str:
+    """What an agent remembered, for the subagent starting, fenced like recalled memories."""
+    return _fence(
+        [(f"What {_flat(agent, 80)} remembered", ["- " + escape(_flat(m, 800)) for m in memories])],
+        limit_chars,
+    )
+
+
 def _fence(sections: list[tuple[str, list[str]]], limit_chars: int) -> str:
     """Titled sections of lines in the <reverie-memory> fence, as many lines as `limit_chars` holds."""
     lines: list[str] = []

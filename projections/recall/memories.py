@@ -109,6 +109,13 @@ GROUP BY ALL ORDER BY depth, max(f.confidence) DESC LIMIT $limit
 """
 
 
+_AGENT_MEMORIES = """
+SELECT m.text FROM remembered r JOIN memory_texts m ON m.memory_id = r.event_id
+WHERE r.agent = $agent AND (r.project = $project OR r.scope = 'global')
+ORDER BY r.ts DESC LIMIT $limit
+"""
+
+
 class Continuity(msgspec.Struct, frozen=True):
     """What a new session of a project should know from the ones before it."""
 
@@ -129,7 +136,8 @@ _CONTINUITY = {
         FROM sessions s WHERE s.project = $project AND s.session_id <> $session
         ORDER BY s.last_event_at DESC LIMIT 1""",
     "decisions": """
-        SELECT description FROM facts_current WHERE category = 'decisions'
+        SELECT description FROM facts_current
+        WHERE category = 'decisions' AND (project = $project OR scope = 'global')
         ORDER BY created_at DESC LIMIT 5""",
     "files": """
         SELECT file FROM (SELECT unnest(files_touched) AS file, ts FROM tool_uses WHERE project = $project)
@@ -140,7 +148,9 @@ _CONTINUITY = {
             SELECT session_id FROM sessions WHERE project = $project AND session_id <> $session
             ORDER BY last_event_at DESC LIMIT 1)
         ORDER BY ts DESC LIMIT 3""",
-    "preferences": "SELECT statement FROM preferences ORDER BY strength DESC, evidence DESC LIMIT 5",
+    "preferences": """
+        SELECT statement FROM preferences WHERE project = $project OR scope = 'global'
+        ORDER BY strength DESC, evidence DESC LIMIT 5""",
     "failures": """
         SELECT signature || ' (' || occurrences || 'x)' FROM failures ORDER BY occurrences DESC LIMIT 5""",
 }
@@ -216,6 +226,12 @@ class Memories:
             found[name] = [value for (value,) in db.execute(query, params).fetchall() if value]
         summary = found.pop("last_summary")
         return Continuity(summary[0] if summary else None, **found)
+
+    def remembered_by(self, project: str | None, agent: str, limit: int = 20) -> list[str]:
+        """What was remembered for `agent` (a subagent type) in `project` or everywhere, newest
+        first; an anti-pattern says so."""
+        rows = self.db().execute(_AGENT_MEMORIES, {"project": project, "agent": agent, "limit": limit})
+        return [text for (text,) in rows.fetchall()]
 
     def close(self) -> None:
         if self._db is not None:
