@@ -103,7 +103,7 @@ def test_a_new_session_is_told_its_own_projects_decisions_and_those_that_hold_ev
     settings: Settings,
 ) -> None:
     from projections.recall.memories import Memories
-    from schemas.memory import FactAsserted
+    from schemas.memory import FactAsserted, FailureRecurring
 
     at = datetime(2026, 11, 1, tzinfo=UTC)
 
@@ -117,18 +117,30 @@ def test_a_new_session_is_told_its_own_projects_decisions_and_those_that_hold_ev
             source="worker", caused_by=("01CAUSE",),
         )  # fmt: skip
 
+    def recurring(n: int, project: str, signature: str) -> Event:
+        failure = FailureRecurring(
+            failure_id=f"x{n}", signature=signature, occurrences=3, example="", last_seen=at
+        )
+        return make_event(
+            kinds.FAILURE_RECURRING, failure, id=f"01M9{n:022d}", ts=at, recorded_at=at, project=project,
+            source="worker", caused_by=("01CAUSE",),
+        )  # fmt: skip
+
     folding = Folding(settings)
     folding.fold(
         [
             decided(1, "/app", "Use PostgreSQL for orders"),
             decided(2, "/other", "Use MongoDB for the catalogue"),
             decided(3, "/other", "Pin the linters in CI", scope="global"),
+            recurring(4, "/app", "pytest: fixture 'db' not found"),
+            recurring(5, "/other", "mongod: connection refused"),
         ]
     )
     folding.close()
     memories = Memories(settings)
     try:
-        decisions = memories.continuity("/app", "new-session").decisions
+        told = memories.continuity("/app", "new-session")
     finally:
         memories.close()
-    assert sorted(decisions) == ["Pin the linters in CI", "Use PostgreSQL for orders"]
+    assert sorted(told.decisions) == ["Pin the linters in CI", "Use PostgreSQL for orders"]
+    assert told.failures == ["pytest: fixture 'db' not found (3x)"]

@@ -14,7 +14,7 @@ CREATE TABLE preferences (
 );
 CREATE TABLE failures (
     failure_id VARCHAR PRIMARY KEY, signature VARCHAR, occurrences BIGINT, example VARCHAR,
-    last_seen TIMESTAMPTZ, updated_by VARCHAR
+    last_seen TIMESTAMPTZ, updated_by VARCHAR, project VARCHAR  -- where it recurs
 );
 """
 
@@ -51,11 +51,11 @@ FOLDS: list[tuple[str, str]] = [
         f"""
         INSERT INTO failures
         SELECT k, payload->>'signature', TRY_CAST(payload->>'occurrences' AS BIGINT), payload->>'example',
-            TRY_CAST(payload->>'last_seen' AS TIMESTAMPTZ), id
+            TRY_CAST(payload->>'last_seen' AS TIMESTAMPTZ), id, project
         FROM {latest(kinds.FAILURE_RECURRING, "failure_id")}
         ON CONFLICT (failure_id) DO UPDATE SET
             signature = excluded.signature, occurrences = excluded.occurrences, example = excluded.example,
-            last_seen = excluded.last_seen, updated_by = excluded.updated_by
+            last_seen = excluded.last_seen, updated_by = excluded.updated_by, project = excluded.project
         WHERE excluded.updated_by > failures.updated_by
         """,
     ),

@@ -152,7 +152,8 @@ _CONTINUITY = {
         SELECT statement FROM preferences WHERE project = $project OR scope = 'global'
         ORDER BY strength DESC, evidence DESC LIMIT 5""",
     "failures": """
-        SELECT signature || ' (' || occurrences || 'x)' FROM failures ORDER BY occurrences DESC LIMIT 5""",
+        SELECT signature || ' (' || occurrences || 'x)' FROM failures WHERE project = $project
+        ORDER BY occurrences DESC LIMIT 5""",
 }
 
 
