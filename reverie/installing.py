@@ -31,6 +31,7 @@ from typing import Any
 import msgspec
 
 import ingest
+from ingest.project import project_of
 from schemas.files import private_directory, write_durably
 from schemas.kinds import HOOK_KINDS
 from schemas.settings import Settings
@@ -162,16 +163,8 @@ def with_mcp(config: dict[str, Any], project: str | None, entry: dict[str, Any] 
 
 
 def project_root(cwd: str) -> str:
-    """The project `cwd` is in: its git root, else itself (as ingest/project.py finds it)."""
-    path = os.path.realpath(cwd)
-    probe = path
-    while True:
-        if os.path.exists(os.path.join(probe, ".git")):
-            return probe
-        parent = os.path.dirname(probe)
-        if parent == probe:
-            return path
-        probe = parent
+    """The project `cwd` is in, as the hooks find it: its git root, else itself."""
+    return project_of({"cwd": os.path.realpath(cwd)}, {})
 
 
 def files_for(scope: str, home: str, project: str) -> tuple[str, str]:

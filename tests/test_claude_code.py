@@ -97,14 +97,20 @@ class Claude:
         return [r for r in self.model.requests if marker in said(r)]
 
 
-@pytest.fixture
-def claude_code(
-    claude: str, stack: Stack, env: dict[str, str], tmp_path: Path, model: FakeMessagesAPI
-) -> Claude:
+def scratch(tmp_path: Path) -> tuple[Path, Path]:
+    """An empty HOME, and a git project beside it."""
     home, project = tmp_path / "home", tmp_path / "orders"
     home.mkdir()
     project.mkdir()
     subprocess.run(["git", "init", "-q", str(project)], check=True)
+    return home, project
+
+
+@pytest.fixture
+def claude_code(
+    claude: str, stack: Stack, env: dict[str, str], tmp_path: Path, model: FakeMessagesAPI
+) -> Claude:
+    home, project = scratch(tmp_path)
     installed = subprocess.run(
         [*REVERIE, "install", "claude-code"],
         env={**env, "HOME": str(home)},
@@ -212,10 +218,7 @@ def test_a_subagent_is_told_what_its_kind_remembered_and_its_start_and_stop_are_
 def test_the_plugin_from_reveries_own_marketplace_records_and_brings_its_commands(
     claude: str, stack: Stack, env: dict[str, str], tmp_path: Path, model: FakeMessagesAPI
 ) -> None:
-    home, project = tmp_path / "home", tmp_path / "orders"
-    home.mkdir()
-    project.mkdir()
-    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    home, project = scratch(tmp_path)
     code = Claude(claude, home, project, env, model)
     marketplace = subprocess.run(
         [*REVERIE, "claude-code", "marketplace"], env=env, capture_output=True, text=True, check=True
