@@ -10,6 +10,7 @@ wait past the deadline. Standard library only.
 
 from __future__ import annotations
 
+import _socket
 import os
 import time
 
@@ -20,6 +21,8 @@ from schemas.sockets import connect
 
 DEADLINE_S = 0.3
 CONTEXT_HOOKS = ("UserPromptSubmit", "SessionStart", "SubagentStart")
+# the hooks that only tell the service: it writes the session's compaction manifest
+MANIFEST_HOOKS = ("Stop", "PreCompact")
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -52,8 +55,10 @@ def context_for(settings: Settings, hook: str, payload: dict[str, Any], project:
         request["transcript_bytes"] = _size(payload.get("transcript_path"))
     if hook == "SubagentStart":  # what this kind of agent remembered: the project's profile is not its
         request["agent"] = str(payload.get("agent_type") or "")
+    if hook == "SessionStart" and isinstance(payload.get("source"), str):
+        request["source"] = payload["source"]
     try:
-        answer = ask(settings.recall_socket_path, request, DEADLINE_S)
+        answer = ask_service(settings, request, DEADLINE_S)
         text = answer.get("context")
         if isinstance(text, str):
             return text
@@ -68,10 +73,53 @@ def context_for(settings: Settings, hook: str, payload: dict[str, Any], project:
         return ""
 
 
+def tell(settings: Settings, hook: str, payload: dict[str, Any], project: str) -> None:
+    """Have the service write the session's compaction manifest, waiting for nothing: the
+    request is sent, and the hook goes on (the service down, or slow, costs it nothing)."""
+    request = {"hook": hook, "project": project, "session_id": payload.get("session_id")}
+    try:
+        conn = _open(settings, 0.05)
+        try:
+            conn.sendall(cjson.dumps(_signed(settings, request)).encode() + b"\n")
+        finally:
+            conn.close()
+    except OSError:
+        pass
+
+
+def ask_service(settings: Settings, request: dict[str, Any], deadline_s: float) -> dict[str, Any]:
+    """One request to the recall service these settings name, within `deadline_s`."""
+    return _exchange(_open(settings, deadline_s), _signed(settings, request), deadline_s)
+
+
+def _signed(settings: Settings, request: dict[str, Any]) -> dict[str, Any]:
+    return {**request, "token": settings.recall_token} if settings.recall_token else request
+
+
+def _open(settings: Settings, timeout: float) -> _socket.socket:
+    """A stream to the recall service: over TCP to REVERIE_RECALL_URL (a compose stack's, as
+    published on this host), else to this user's own unix socket, checked (schemas/sockets.py)."""
+    if not settings.recall_url:
+        return connect(settings.recall_socket_path, timeout)
+    host, _, port = settings.recall_url.removeprefix("tcp://").rstrip("/").rpartition(":")
+    sock = _socket.socket(_socket.AF_INET6 if ":" in host else _socket.AF_INET, _socket.SOCK_STREAM)
+    try:
+        sock.settimeout(timeout)
+        sock.connect((host.strip("[]"), int(port)))
+    except (OSError, ValueError) as e:
+        sock.close()
+        raise OSError(f"cannot reach the recall service at {settings.recall_url}: {e}") from None
+    return sock
+
+
 def ask(path: str, request: dict[str, Any], deadline_s: float) -> dict[str, Any]:
-    """One request to the recall service, all of it within `deadline_s` (TimeoutError past it)."""
+    """One request to the recall service on the unix socket `path`, all of it within
+    `deadline_s` (TimeoutError past it)."""
+    return _exchange(connect(path, deadline_s), request, deadline_s)  # ours, served by this user
+
+
+def _exchange(conn: _socket.socket, request: dict[str, Any], deadline_s: float) -> dict[str, Any]:
     ends = time.monotonic() + deadline_s
-    conn = connect(path, deadline_s)  # ours, served by this user: else not a byte is sent
     try:
         conn.sendall(cjson.dumps(request).encode() + b"\n")
         reply = b""

@@ -1,8 +1,9 @@
 """`reverie hook [EVENT]`: one Claude Code hook payload on stdin becomes one event in the stream.
 
 The agent never waits and nothing is lost. Whatever arrives and whatever state Redis is in,
-the hook exits 0 and prints nothing but, for UserPromptSubmit and SessionStart, the memories
-to inject (ingest/context.py): a payload it can read is redacted, cut to size and
+the hook exits 0 and prints nothing but, for UserPromptSubmit, SessionStart and SubagentStart,
+the memories to inject (ingest/context.py); Stop and PreCompact tell the recall service to keep
+the session's compaction manifest, waiting for nothing: a payload it can read is redacted, cut to size and
 appended to the stream (or, if Redis cannot take it within its deadline, to the spool); a
 payload it cannot read becomes a dead letter with the reason. Standard library only.
 """
@@ -13,7 +14,7 @@ import gc
 import os
 import sys
 
-from ingest.context import CONTEXT_HOOKS, context_for, hook_output
+from ingest.context import CONTEXT_HOOKS, MANIFEST_HOOKS, context_for, hook_output, tell
 from ingest.envelope import Rejected, encode_event
 from ingest.project import project_of
 from ingest.resp import Connection
@@ -128,6 +129,8 @@ def handle_hook(argv: list[str], stdin: BinaryIO | None, environ: Environ) -> tu
         hook = argv[0] if argv else payload.get("hook_event_name")
         if hook in CONTEXT_HOOKS:
             return where, hook_output(hook, context_for(settings, hook, payload, project))
+        if hook in MANIFEST_HOOKS:
+            tell(settings, hook, payload, project)
         return where, b""
     except (Rejected, OutOfTime) as e:
         reason = str(e)

@@ -105,3 +105,28 @@ SELECT
     (SELECT avg((len(results) > 0)::INT) FROM retrievals) AS retrieval_hit_rate,
     (SELECT histogram(memory_type) FROM facts_current) AS memory_types,
     (SELECT avg(confidence) FROM facts_current) AS average_confidence;
+
+-- How related two projects are (HORA's measure): the share of their dependencies they have in
+-- common (of all either has) times 0.6, plus 0.4 if facts of both name one entity that is
+-- neither a dependency nor a project. Memory never crosses projects on its own: this says where
+-- it might be worth asking.
+CREATE VIEW related_projects AS
+WITH dependencies AS (
+    SELECT DISTINCT project, target AS entity_id FROM facts_current
+    WHERE relation = 'depends_on' AND target IS NOT NULL AND project IS NOT NULL
+),
+named AS (
+    SELECT DISTINCT f.project, e.entity_id
+    FROM facts_current f JOIN entities e ON e.entity_id IN (f.source, f.target)
+    WHERE f.project IS NOT NULL AND e.type <> 'project'
+        AND e.entity_id NOT IN (SELECT entity_id FROM dependencies)
+),
+projects AS (SELECT DISTINCT project FROM dependencies UNION SELECT DISTINCT project FROM named)
+SELECT a.project, b.project AS other,
+    coalesce((SELECT count(*) FROM dependencies x JOIN dependencies y USING (entity_id)
+              WHERE x.project = a.project AND y.project = b.project)
+        / nullif((SELECT count(DISTINCT entity_id) FROM dependencies WHERE project IN (a.project, b.project)), 0),
+        0) * 0.6
+    + CASE WHEN EXISTS (SELECT 1 FROM named x JOIN named y USING (entity_id)
+                        WHERE x.project = a.project AND y.project = b.project) THEN 0.4 ELSE 0 END AS relevance
+FROM projects a JOIN projects b ON a.project <> b.project;

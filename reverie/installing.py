@@ -46,7 +46,9 @@ _BACKUP = ".reverie-backup"
 # What marks a hook command as reverie's: this version's launcher, or `reverie hook` as earlier
 # versions and the README wrote it.
 _OURS = re.compile(r"ingest[/\\]launcher\.py|\breverie['\"]?\s+hook\b")
-_FORWARDED = ("REVERIE_HOME", "REDIS_URL")
+# What the entries carry of the environment install runs in: where reverie keeps its data, and
+# for a stack elsewhere (docker-compose.yml's, published on this host), how to reach it.
+FORWARDED = ("REVERIE_HOME", "REDIS_URL", "REVERIE_RECALL_URL", "REVERIE_RECALL_TOKEN")
 
 
 class InstallError(Exception):
@@ -82,7 +84,7 @@ def launcher_command(event: str, environ: dict[str, str] | None = None) -> str:
     """The shell command a hook entry runs for `event`."""
     env = os.environ if environ is None else environ
     launcher = os.path.join(os.path.dirname(os.path.abspath(ingest.__file__)), "launcher.py")
-    forwarded = [f"{name}={shlex.quote(env[name])}" for name in _FORWARDED if env.get(name)]
+    forwarded = [f"{name}={shlex.quote(env[name])}" for name in FORWARDED if env.get(name)]
     python = os.path.abspath(sys.executable)
     return " ".join([*forwarded, shlex.quote(python), "-S", "-I", shlex.quote(launcher), event, "|| true"])
 
@@ -90,7 +92,7 @@ def launcher_command(event: str, environ: dict[str, str] | None = None) -> str:
 def mcp_server(environ: dict[str, str] | None = None) -> dict[str, Any]:
     """The MCP server's entry, as `claude mcp add` writes one."""
     env = os.environ if environ is None else environ
-    forwarded = {name: env[name] for name in _FORWARDED if env.get(name)}
+    forwarded = {name: env[name] for name in FORWARDED if env.get(name)}
     return {
         "type": "stdio",
         "command": os.path.abspath(sys.executable),
@@ -318,7 +320,8 @@ def _write(path: str, data: bytes) -> None:
     """Replace `path` whole (a reader sees the old bytes or the new), keeping its mode."""
     folder = os.path.dirname(path)
     os.makedirs(folder, exist_ok=True)
-    mode = os.stat(path).st_mode & 0o777 if os.path.exists(path) else 0o644
+    # a new file is the user's alone: its entries may carry a Redis password or a token
+    mode = os.stat(path).st_mode & 0o777 if os.path.exists(path) else 0o600
     temporary = f"{path}.reverie-{os.getpid()}"
     with open(temporary, "wb") as f:
         f.write(data)

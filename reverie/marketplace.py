@@ -63,9 +63,7 @@ def write_marketplace(settings: Settings) -> str:
     folder = os.path.join(settings.home, "claude-code", "marketplace")
     private_directory(os.path.dirname(folder), create=True)
     forwarded = " ".join(
-        f"{name}={shlex.quote(os.environ[name])}"
-        for name in ("REVERIE_HOME", "REDIS_URL")
-        if os.environ.get(name)
+        f"{name}={shlex.quote(os.environ[name])}" for name in installing.FORWARDED if os.environ.get(name)
     )
     command = " ".join(
         filter(

@@ -71,13 +71,13 @@ class RecallFailed(Exception):
 
 
 def _ask_service(settings: Settings, request: RecallRequest) -> dict[str, object] | None:
-    from ingest.context import ask
+    from ingest.context import ask_service
 
-    if not os.path.exists(settings.recall_socket_path):
+    if not settings.recall_url and not os.path.exists(settings.recall_socket_path):
         return None
     try:
         asked = msgspec.structs.replace(request, prompt=gist(request.prompt), deadline_s=_SERVICE_DEADLINE_S)
-        answer = ask(settings.recall_socket_path, msgspec.to_builtins(asked), _SERVICE_DEADLINE_S)
+        answer = ask_service(settings, msgspec.to_builtins(asked), _SERVICE_DEADLINE_S)
     except (OSError, ValueError):
         return None
     if "error" in answer:

@@ -35,7 +35,9 @@ class RecallRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     weighting: Weighting = "cognitive"  # or Memory Fabric's: recency 0.3, relevance 0.5, authority 0.2
     dedup: bool = False  # Memory Fabric's: near-duplicates merged, marked cross-validated
     # set by the hooks: answer with the context to inject for this hook event
-    hook: str | None = None  # UserPromptSubmit, SessionStart
+    hook: str | None = None  # UserPromptSubmit, SessionStart, SubagentStart; Stop, PreCompact (a manifest)
+    source: str | None = None  # SessionStart's: startup, resume, clear, compact
+    token: str | None = None  # what a recall service on TCP asks of every request (REVERIE_RECALL_TOKEN)
     transcript_bytes: int | None = None  # how full the context is
     # how long the asker waits for the answer, in seconds: past it the service drops the request
     deadline_s: float | None = None

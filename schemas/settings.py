@@ -9,6 +9,9 @@ Standard library only: the hook imports this on every call.
 - REVERIE_EMBEDDING_MODEL: the sentence-transformers model that embeds memories (default:
   all-MiniLM-L6-v2, shipped in a wheel and loaded offline). Another name or path is loaded the
   usual sentence-transformers way, which may download it.
+- REVERIE_RECALL_URL, REVERIE_RECALL_TOKEN: a recall service reached over TCP
+  (tcp://127.0.0.1:7377: a compose stack's, published on the host), and the token it asks of every
+  request; REVERIE_RECALL_LISTEN (host:port) has the service listen there too, the token required.
 - REVERIE_HOOKS_OFF: set (to anything but empty) to make `reverie hook` exit at once, recording
   nothing: reverie sets it for the Claude Code it runs itself (`claude -p` extraction), so that
   run is never recorded and never recurses into extraction.
@@ -43,7 +46,10 @@ def _runtime_dir(env: "Mapping[str, str]") -> str:
 
 
 class Settings:
-    __slots__ = ("embedded", "embedding_model", "home", "redis_url", "runtime_dir")
+    __slots__ = (
+        "embedded", "embedding_model", "home", "recall_listen", "recall_token", "recall_url", "redis_url",
+        "runtime_dir",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -51,6 +57,10 @@ class Settings:
         redis_url: str | None = None,
         embedding_model: str = DEFAULT_EMBEDDING_MODEL,
         runtime_dir: str | None = None,
+        *,
+        recall_url: str | None = None,
+        recall_token: str | None = None,
+        recall_listen: str | None = None,
     ) -> None:
         self.home = os.path.abspath(home)
         # sockets whose path in `home` would not fit go here: a directory of this user's alone
@@ -58,6 +68,9 @@ class Settings:
         self.embedded = not redis_url
         self.redis_url = redis_url or "unix://" + _quote_path(self.socket_path)
         self.embedding_model = embedding_model
+        self.recall_url = recall_url  # a recall service on TCP (tcp://host:port), not our unix socket
+        self.recall_token = recall_token  # what a TCP recall service asks of every request
+        self.recall_listen = recall_listen  # host:port the recall service also listens on (TCP)
 
     @classmethod
     def from_env(cls, environ: "Mapping[str, str] | None" = None) -> "Settings":
@@ -67,7 +80,15 @@ class Settings:
             data = env.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
             home = os.path.join(data, "reverie")
         model = env.get("REVERIE_EMBEDDING_MODEL") or DEFAULT_EMBEDDING_MODEL
-        return cls(home, env.get("REDIS_URL") or None, model, _runtime_dir(env))
+        return cls(
+            home,
+            env.get("REDIS_URL") or None,
+            model,
+            _runtime_dir(env),
+            recall_url=env.get("REVERIE_RECALL_URL") or None,
+            recall_token=env.get("REVERIE_RECALL_TOKEN") or None,
+            recall_listen=env.get("REVERIE_RECALL_LISTEN") or None,
+        )
 
     def _path(self, *parts: str) -> str:
         return os.path.join(self.home, *parts)
@@ -114,6 +135,13 @@ class Settings:
 
         digest = hashlib.blake2b((project or "").encode("utf-8", "surrogatepass"), digest_size=16)
         return os.path.join(self.profiles_dir, digest.hexdigest() + ".md")
+
+    def manifest_path(self, session_id: str) -> str:
+        """`session_id`'s compaction manifest (schemas/manifest.py), named by a digest of it."""
+        import hashlib
+
+        digest = hashlib.blake2b(session_id.encode("utf-8", "surrogatepass"), digest_size=16)
+        return os.path.join(self._path("manifests"), digest.hexdigest() + ".json")
 
     @property
     def spool_dir(self) -> str:

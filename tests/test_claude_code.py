@@ -40,8 +40,14 @@ def scripted(body: dict[str, Any]) -> Block:
             return tool_use(RECALL, {"query": "which database does the orders service use"}, "toolu_recall")
         if "ToolSearch" in offered and "toolu_search" not in answered:
             return tool_use("ToolSearch", {"query": f"select:{RECALL}"}, "toolu_search")
+    if "WRITE_NOTES" in asked and "toolu_write" in answered:
+        return text_block("Wrote the notes.\n\nNext steps:\n- add the orders migration\n- run alembic check")
     if answered:
         return text_block("Done.")
+    if "WRITE_NOTES" in asked and "Write" in offered:
+        folder = said(body).split("Primary working directory: ", 1)[1].split("\\n", 1)[0]
+        notes = {"file_path": f"{folder}/notes.md", "content": "orders: PostgreSQL 16\n"}
+        return tool_use("Write", notes, "toolu_write")
     if "RUN_TESTS" in asked and "Bash" in offered:
         return tool_use("Bash", {"command": "echo 3 passed", "description": "run the tests"}, "toolu_bash")
     if "SPAWN_HELPER" in asked and offered & {"Agent", "Task"}:
@@ -85,10 +91,11 @@ class Claude:
             timeout=180,
         )
 
-    def prompt(self, text: str, *tools: str) -> dict[str, Any]:
-        """One `claude -p` session; its JSON result."""
+    def prompt(self, text: str, *tools: str, resume: str | None = None) -> dict[str, Any]:
+        """One `claude -p` session (or the `resume`d one); its JSON result."""
         allowed = ["--allowedTools", ",".join(tools)] if tools else []
-        done = self.run("-p", text, "--output-format", "json", *allowed)
+        resuming = ["--resume", resume] if resume else []
+        done = self.run("-p", text, "--output-format", "json", *allowed, *resuming)
         assert done.returncode == 0, done.stdout + done.stderr
         result: dict[str, Any] = json.loads(done.stdout)
         return result
@@ -237,3 +244,25 @@ def test_the_plugin_from_reveries_own_marketplace_records_and_brings_its_command
     code.prompt("/reverie:remember --failed Offset pagination timed out on big tables")
     [expanded] = code.requests_with("Remember this with reverie's `memory_remember` tool")[:1]
     assert "--failed Offset pagination timed out on big tables" in said(expanded)
+
+
+def test_a_resumed_session_is_told_where_it_stood(claude_code: Claude, stack: Stack) -> None:
+    first = claude_code.prompt("WRITE_NOTES about the orders service", "Write")["session_id"]
+    settings = Settings(claude_code.env["REVERIE_HOME"])
+    wanted = {kinds.TOOL_USED, kinds.ASSISTANT_STOPPED, kinds.SESSION_ENDED}
+    wait_for(lambda: wanted <= set(recorded(stack, first)), timeout=60, what="the first session archived")
+    manifest = Path(settings.manifest_path(first))
+    wait_for(manifest.exists, timeout=30, what="the manifest the Stop hook had written")
+    asked = {"hook_event_name": "SessionStart", "session_id": first, "source": "resume"}
+    wait_for(
+        lambda: "notes.md" in context_for(settings, "SessionStart", asked, str(claude_code.project)),
+        timeout=60,
+        what="the session's files to be known",
+    )
+    claude_code.prompt("carry on", resume=first)
+    resumed = [
+        r for r in claude_code.requests_with("carry on") if "SessionStart hook additional context:" in said(r)
+    ]
+    assert resumed, "the resumed session was told nothing at its start"
+    told = said(resumed[0]).split("SessionStart hook additional context:", 1)[1]
+    assert "Where this session stood" in told and "notes.md" in told and "add the orders migration" in told

@@ -13,7 +13,7 @@ import ingest
 from reverie import installing
 from schemas.kinds import HOOK_KINDS
 from schemas.settings import Settings
-from tests.conftest import REVERIE, wait_for
+from tests.conftest import REVERIE, Stack, wait_for
 
 THEIRS: dict[str, Any] = {
     "model": "opus",
@@ -168,3 +168,52 @@ def test_the_installed_hook_records_and_never_blocks_once_its_paths_are_gone(
     settings.write_text(settings.read_text().replace(package, removed))
     stale = installing.stale_hooks(str(user["home"]), str(user["project"]))
     assert len(stale) == len(HOOK_KINDS) and removed in stale[0]
+
+
+@pytest.mark.integration
+def test_hooks_on_the_host_reach_a_stack_published_on_loopback_with_its_token(
+    user: dict[str, Any], env: dict[str, str], settings: Settings, tmp_path: Path
+) -> None:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    token = "a-token-only-the-user-knows"
+    stack = Stack(
+        {**env, "REVERIE_RECALL_LISTEN": f"127.0.0.1:{port}", "REVERIE_RECALL_TOKEN": token}, settings
+    )
+    stack.start()
+    try:
+        project = str(user["project"])
+        remember = [*REVERIE, "remember", "The orders service runs on PostgreSQL 16"]
+        subprocess.run(remember, env={**env, "CLAUDE_PROJECT_DIR": project}, check=True, capture_output=True)
+        host = {  # the host: its own data directory, nothing of the stack's in it
+            **user["env"], "REVERIE_HOME": str(tmp_path / "host-data"), "REDIS_URL": settings.redis_url,
+            "REVERIE_RECALL_URL": f"tcp://127.0.0.1:{port}", "REVERIE_RECALL_TOKEN": token,
+        }  # fmt: skip
+        assert reverie({**user, "env": host}, "install", "claude-code").returncode == 0
+        hooks = hooks_of(user["home"] / ".claude" / "settings.json")
+        [command] = [
+            h["command"] for g in hooks["UserPromptSubmit"] for h in g["hooks"] if installing.is_ours(h)
+        ]
+        prompt = {
+            "session_id": "host-1",
+            "hook_event_name": "UserPromptSubmit",
+            "prompt": "which database for orders?",
+        }
+        bare = {k: v for k, v in user["env"].items() if not k.startswith(("REVERIE", "REDIS"))}
+        bare["CLAUDE_PROJECT_DIR"] = project
+
+        def told(with_command: str) -> str:
+            ran = subprocess.run(["/bin/sh", "-c", with_command], input=json.dumps(prompt).encode(), env=bare,
+                                 capture_output=True, timeout=30)  # fmt: skip
+            return ran.stdout.decode()
+
+        wait_for(lambda: "PostgreSQL 16" in told(command), timeout=90, what="the host's hook to be told")
+        archived = "select count(*) from events where session_id = 'host-1' and source = 'claude-code'"
+        wait_for(lambda: stack.query(archived)[0][0] >= 1, what="the host's events archived by the stack")
+        assert told(command.replace(token, "a-guess")) == ""  # a wrong token is told nothing
+        assert not (tmp_path / "host-data" / "spool").exists()  # the events went to the stack's Redis
+    finally:
+        stack.stop()

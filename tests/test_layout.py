@@ -41,7 +41,23 @@ def test_compose_runs_the_procfile_processes_against_a_redis_service() -> None:
     expected = {name: command for name, command in procfile().items() if name != "server"}
     assert {name: " ".join(s["command"]) for name, s in services.items() if name != "redis"} == expected
     for name in expected:
-        assert services[name]["environment"]["REDIS_URL"].startswith("redis://redis:")
+        assert services[name]["environment"]["REDIS_URL"].startswith(
+            "redis://:${REVERIE_REDIS_PASSWORD:?set REVERIE_REDIS_PASSWORD}@redis:"
+        )
+
+
+def test_compose_publishes_what_host_hooks_need_on_loopback_only_and_behind_a_secret() -> None:
+    services = yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]
+    published = {name: s["ports"] for name, s in services.items() if "ports" in s}
+    assert published == {
+        "redis": ["127.0.0.1:${REVERIE_REDIS_PORT:-6379}:6379"],
+        "recall": ["127.0.0.1:${REVERIE_RECALL_PORT:-7377}:7377"],
+    }
+    redis = services["redis"]["command"]
+    assert redis[redis.index("--requirepass") + 1] == "${REVERIE_REDIS_PASSWORD:?set REVERIE_REDIS_PASSWORD}"
+    recall = services["recall"]["environment"]
+    assert recall["REVERIE_RECALL_LISTEN"].endswith(":7377")
+    assert recall["REVERIE_RECALL_TOKEN"] == "${REVERIE_RECALL_TOKEN:?set REVERIE_RECALL_TOKEN}"
 
 
 def test_the_console_script_is_declared() -> None:

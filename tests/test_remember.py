@@ -144,3 +144,62 @@ def test_a_new_session_is_told_its_own_projects_decisions_and_those_that_hold_ev
         memories.close()
     assert sorted(told.decisions) == ["Pin the linters in CI", "Use PostgreSQL for orders"]
     assert told.failures == ["pytest: fixture 'db' not found (3x)"]
+
+
+def test_the_next_steps_an_agent_says_are_left() -> None:
+    from schemas.manifest import next_steps
+
+    said = "Migrated the orders table.\n\n## Next steps\n- add the index\n2. run alembic check\n\nThat's all."
+    assert next_steps(said) == ["add the index", "run alembic check"]
+    assert next_steps("Done. TODO: wire the retry") == []  # only a line that starts with it announces
+    assert next_steps("TODO: wire the retry\n* then the backoff") == ["wire the retry", "then the backoff"]
+    assert next_steps(None) == [] and next_steps("All green.") == []
+
+
+def test_projects_are_as_related_as_the_dependencies_and_entities_they_share(settings: Settings) -> None:
+    from schemas.memory import EntityObserved, EntityType, FactAsserted
+
+    at = datetime(2026, 11, 1, tzinfo=UTC)
+    made: list[Event] = []
+
+    def derived(kind: str, payload: EntityObserved | FactAsserted, project: str) -> None:
+        n = len(made)
+        made.append(
+            make_event(
+                kind,
+                payload,
+                id=f"01MA{n:022d}",
+                ts=at,
+                recorded_at=at,
+                project=project,
+                source="worker",
+                caused_by=("01CAUSE",),
+            )
+        )
+
+    types: dict[str, EntityType] = {"app": "project", "kafka": "tool"}
+    for name in ("app", "lib1", "lib2", "lib3", "lib4", "kafka"):
+        entity = EntityObserved(
+            entity_id=name, type=types.get(name, "library"), name=name, normalized_name=name
+        )
+        derived(kinds.ENTITY_OBSERVED, entity, "")
+
+    def fact(project: str, relation: str, target: str) -> None:
+        said = FactAsserted(
+            fact_id=f"{project}{target}", source="app", relation=relation,  # type: ignore[arg-type]
+            target=target, description=f"{relation} {target}",
+        )  # fmt: skip
+        derived(kinds.FACT_ASSERTED, said, project)
+
+    for project, libraries in {"/a": ["lib1", "lib2"], "/b": ["lib2", "lib3"], "/c": ["lib4"]}.items():
+        for library in libraries:
+            fact(project, "depends_on", library)
+    fact("/a", "uses", "kafka")
+    fact("/b", "uses", "kafka")
+    folding = Folding(settings)
+    folding.fold(made)
+    folding.close()
+    with sql.connect(settings) as db:
+        related = {(a, b): round(r, 3) for a, b, r in db.execute("select * from related_projects").fetchall()}
+    assert related[("/a", "/b")] == related[("/b", "/a")] == round(1 / 3 * 0.6 + 0.4, 3)
+    assert related[("/a", "/c")] == related[("/c", "/b")] == 0.0

@@ -7,15 +7,19 @@ at most 10 s. A request that cannot have its turn in time, or whose recall passe
 answered with an error at once, so one slow request never holds the others. Every recall is fed back: a
 `memory.retrieved` event (query, result ids, scores) goes to the stream, for spaced repetition.
 A SessionStart answer is also kept as the project's profile, which the hooks inject when the
-service is down or late.
+service is down or late. The Stop and PreCompact hooks have it write the session's compaction
+manifest (schemas/manifest.py), which SessionStart gives back first after a compaction or a
+resume.
 """
 
 import contextlib
+import hmac
 import math
 import os
 import socketserver
 import threading
 import time
+from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
@@ -29,6 +33,7 @@ from projections.recall.pipeline import Overdue, Recaller
 from projections.vectors import Vectors, vectors_path
 from schemas.files import private_directory, write_durably
 from schemas.kinds import MEMORY_RETRIEVED, SOURCE_WORKER
+from schemas.manifest import AFTER, CompactionManifest, WrittenAt, next_steps
 from schemas.observed import MemoryRetrieved
 from schemas.recall import REQUEST_LIMIT, Recall, RecallRequest
 from schemas.settings import Settings
@@ -62,6 +67,9 @@ class RecallService:
         try:
             if request.hook == "SessionStart":
                 return {"context": self._session_start(request)}
+            if request.hook in ("Stop", "PreCompact"):
+                self._write_manifest(request)
+                return {"context": ""}
             if request.hook == "SubagentStart":
                 memories = self.recaller.memories.remembered_by(request.project, request.agent or "")
                 return {
@@ -95,10 +103,37 @@ class RecallService:
 
     def _session_start(self, request: RecallRequest) -> str:
         continuity = self.recaller.memories.continuity(request.project, request.session_id)
+        if request.source in AFTER and request.session_id:  # the session goes on: where it stood first
+            manifest = self._manifest(request, "Stop")
+            if manifest.is_empty():  # the snapshot does not know it yet (or lost it): what was written
+                manifest = _read_manifest(self.settings.manifest_path(request.session_id)) or manifest
+            return context.render_continuity(continuity, context.budget("full"), manifest)
         text = context.render_continuity(continuity, context.budget("full"))
         path = self.settings.profile_path(request.project)
         write_durably(os.path.dirname(path), os.path.basename(path), text.encode())
         return text
+
+    def _manifest(self, request: RecallRequest, at: WrittenAt) -> CompactionManifest:
+        found = self.recaller.memories.manifest(request.project, request.session_id or "")
+        return CompactionManifest(
+            session_id=request.session_id or "",
+            project=request.project or "",
+            written_at=datetime.now(UTC),
+            at=at,
+            key_decisions=found["key_decisions"],
+            files_touched=found["files_touched"],
+            blockers=found["blockers"],
+            next_steps=next_steps(found["last_message"][0] if found["last_message"] else None),
+        )
+
+    def _write_manifest(self, request: RecallRequest) -> None:
+        """Where the session stands now, kept for its SessionStart after a compaction or a resume."""
+        if not request.session_id:
+            return
+        at: WrittenAt = "PreCompact" if request.hook == "PreCompact" else "Stop"
+        manifest = self._manifest(request, at)
+        path = self.settings.manifest_path(request.session_id)
+        write_durably(os.path.dirname(path), os.path.basename(path), msgspec.json.encode(manifest))
 
     def _feed_back(self, found: Recall, request: RecallRequest) -> None:
         """Append the recall as a memory.retrieved event; a recall never fails for want of it."""
@@ -116,6 +151,14 @@ class RecallService:
             log.warning("retrieval.not_recorded", error=str(e))
 
 
+def _read_manifest(path: str) -> CompactionManifest | None:
+    try:
+        with open(path, "rb") as f:
+            return msgspec.json.decode(f.read(), type=CompactionManifest)
+    except (OSError, msgspec.DecodeError):
+        return None
+
+
 class _Handler(socketserver.StreamRequestHandler):
     server: "_Server"
 
@@ -125,7 +168,14 @@ class _Handler(socketserver.StreamRequestHandler):
         try:
             if len(line) > REQUEST_LIMIT:
                 raise msgspec.DecodeError(f"a request is one line of at most {REQUEST_LIMIT} bytes")
-            reply = self.server.service.answer(_decode.decode(line))
+            request = _decode.decode(line)
+            if self.server.token is not None and not hmac.compare_digest(
+                (request.token or "").encode(), self.server.token.encode()
+            ):
+                log.warning("recall.refused", peer=str(self.client_address))
+                reply = {"error": "refused: a request over TCP must carry the service's token"}
+            else:
+                reply = self.server.service.answer(request)
         except msgspec.DecodeError as e:  # not JSON, too long, or not a request
             reply = {"error": f"bad request: {e}"}
         except Overdue as e:
@@ -139,11 +189,37 @@ class _Handler(socketserver.StreamRequestHandler):
 
 
 class _Server(socketserver.ThreadingUnixStreamServer):
+    """On this user's unix socket: who may ask is settled by the socket's directory and peer."""
+
     daemon_threads = True
+    token: str | None = None
 
     def __init__(self, path: str, service: RecallService) -> None:
         self.service = service
         super().__init__(path, _Handler)
+
+
+class _TCPServer(socketserver.ThreadingTCPServer):
+    """On TCP (a compose stack's, published on the host's loopback): every request carries the token."""
+
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, address: tuple[str, int], service: RecallService, token: str) -> None:
+        self.service, self.token = service, token
+        super().__init__(address, _Handler)
+
+
+def _tcp_server(settings: Settings, service: RecallService) -> _TCPServer | None:
+    """The TCP listener REVERIE_RECALL_LISTEN asks for, if it does; never without a token."""
+    if not settings.recall_listen:
+        return None
+    if not settings.recall_token:
+        raise SystemExit(
+            "REVERIE_RECALL_LISTEN needs REVERIE_RECALL_TOKEN: recall is not served on TCP without one"
+        )
+    host, _, port = settings.recall_listen.rpartition(":")
+    return _TCPServer((host.strip("[]") or "127.0.0.1", int(port)), service, settings.recall_token)
 
 
 def open_recaller(settings: Settings, follow: bool = True) -> Recaller:
@@ -165,15 +241,18 @@ def run_recall_service(settings: Settings, stop: threading.Event) -> None:
         server = _Server(path, service)
     finally:
         os.umask(old_mask)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True)
-    thread.start()
-    log.info("recall.serving", socket=path)
+    tcp = _tcp_server(settings, service)
+    servers: list[socketserver.BaseServer] = [server] if tcp is None else [server, tcp]
+    for each in servers:
+        threading.Thread(target=each.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True).start()
+    log.info("recall.serving", socket=path, tcp=settings.recall_listen)
     try:
         while not stop.wait(_REFRESH_S):
             service.refresh()
     finally:
-        server.shutdown()
-        server.server_close()
+        for each in servers:
+            each.shutdown()
+            each.server_close()
         os.unlink(path)
         service.recaller.memories.close()
         log.info("recall.stopped")

@@ -12,11 +12,13 @@
 """
 
 from collections.abc import Iterable
+from datetime import UTC, datetime
 from typing import Literal
 
 from projections.recall.memories import Continuity
 from schemas.fence import CLOSING, OPENING, escape
 from schemas.kinds import HOOK_CONTEXT_LIMIT
+from schemas.manifest import CompactionManifest
 from schemas.recall import Scored
 
 Pressure = Literal["full", "reduced", "minimal", "emergency"]
@@ -65,9 +67,17 @@ def render(memories: Iterable[Scored], limit_chars: int) -> str:
     return _fence([(title, [_line(m) for m in members]) for title, members in chunks.items()], limit_chars)
 
 
-def render_continuity(continuity: Continuity, limit_chars: int) -> str:
-    """What a new session should know of the last ones, fenced like recalled memories."""
+def render_continuity(
+    continuity: Continuity, limit_chars: int, manifest: CompactionManifest | None = None
+) -> str:
+    """What a new session should know of the last ones, fenced like recalled memories; after a
+    compaction or a resume, where this session stood first (its `manifest`)."""
+    stood = manifest or CompactionManifest(session_id="", project="", written_at=datetime.now(UTC), at="Stop")
     sections = [
+        ("Where this session stood: its next steps", stood.next_steps),
+        ("Where this session stood: blockers", stood.blockers),
+        ("Where this session stood: files it touched", stood.files_touched),
+        ("Where this session stood: key decisions", stood.key_decisions),
         ("Last session", [continuity.last_summary] if continuity.last_summary else []),
         ("Key decisions", continuity.decisions),
         ("Files touched lately", continuity.files),

@@ -116,6 +116,23 @@ ORDER BY r.ts DESC LIMIT $limit
 """
 
 
+_MANIFEST = {
+    "key_decisions": """
+        SELECT description FROM facts_current
+        WHERE category = 'decisions' AND (project = $project OR scope = 'global')
+        ORDER BY created_at DESC LIMIT 5""",
+    "files_touched": """
+        SELECT file FROM (SELECT unnest(files_touched) AS file, ts FROM tool_uses WHERE session_id = $session)
+        GROUP BY file ORDER BY max(ts) DESC LIMIT 20""",
+    "blockers": """
+        SELECT tool || ': ' || left(error, 200) FROM errors WHERE session_id = $session
+        ORDER BY ts DESC LIMIT 3""",
+    "last_message": """
+        SELECT text FROM messages WHERE session_id = $session AND project = $project
+        ORDER BY ts DESC LIMIT 1""",
+}
+
+
 class Continuity(msgspec.Struct, frozen=True):
     """What a new session of a project should know from the ones before it."""
 
@@ -233,6 +250,18 @@ class Memories:
         first; an anti-pattern says so."""
         rows = self.db().execute(_AGENT_MEMORIES, {"project": project, "agent": agent, "limit": limit})
         return [text for (text,) in rows.fetchall()]
+
+    def manifest(self, project: str | None, session_id: str) -> dict[str, list[str]]:
+        """What a compaction manifest holds of `session_id`, as far as the snapshot knows it:
+        key_decisions, files_touched, blockers, and the agent's last message (one, or none)."""
+        db = self.db()
+        return {
+            name: [
+                value
+                for (value,) in db.execute(query, {"project": project, "session": session_id}).fetchall()
+            ]
+            for name, query in _MANIFEST.items()
+        }
 
     def close(self) -> None:
         if self._db is not None:
