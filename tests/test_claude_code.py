@@ -118,6 +118,8 @@ def claude_code(
     claude: str, stack: Stack, env: dict[str, str], tmp_path: Path, model: FakeMessagesAPI
 ) -> Claude:
     home, project = scratch(tmp_path)
+    recall = Settings(env["REVERIE_HOME"]).recall_socket_path  # the service the hooks ask, up
+    wait_for(lambda: Path(recall).exists(), timeout=120, what="the recall service")
     installed = subprocess.run(
         [*REVERIE, "install", "claude-code"],
         env={**env, "HOME": str(home)},

@@ -235,13 +235,7 @@ class Memories:
         return [fact_id for fact_id, _ in rows]
 
     def continuity(self, project: str | None, session_id: str | None) -> Continuity:
-        db = self.db()
-        found: dict[str, list[str]] = {}
-        for name, query in _CONTINUITY.items():
-            params = {
-                k: v for k, v in {"project": project, "session": session_id or ""}.items() if f"${k}" in query
-            }
-            found[name] = [value for (value,) in db.execute(query, params).fetchall() if value]
+        found = {name: self._values(query, project, session_id or "") for name, query in _CONTINUITY.items()}
         summary = found.pop("last_summary")
         return Continuity(summary[0] if summary else None, **found)
 
@@ -254,14 +248,13 @@ class Memories:
     def manifest(self, project: str | None, session_id: str) -> dict[str, list[str]]:
         """What a compaction manifest holds of `session_id`, as far as the snapshot knows it:
         key_decisions, files_touched, blockers, and the agent's last message (one, or none)."""
-        db = self.db()
-        return {
-            name: [
-                value
-                for (value,) in db.execute(query, {"project": project, "session": session_id}).fetchall()
-            ]
-            for name, query in _MANIFEST.items()
-        }
+        return {name: self._values(query, project, session_id) for name, query in _MANIFEST.items()}
+
+    def _values(self, query: str, project: str | None, session_id: str) -> list[str]:
+        """The first column of `query`, given those of $project and $session it names."""
+        given = {"project": project, "session": session_id}
+        rows = self.db().execute(query, {k: v for k, v in given.items() if f"${k}" in query}).fetchall()
+        return [value for (value,) in rows if value]
 
     def close(self) -> None:
         if self._db is not None:

@@ -129,6 +129,7 @@ class Recaller:
         outcome: Outcome | None = None,
         agent: str | None = None,
         global_only: bool = False,
+        within_session: str | None = None,
         fusion: Fusion | None = None,
         weighting: Weighting = "cognitive",
         dedup: bool = False,
@@ -171,6 +172,7 @@ class Recaller:
                 if m in features
                 and _admitted(features[m], as_of, now, network, category)
                 and _in_scope(features[m], outcome, agent, global_only)
+                and not _in_window(features[m], within_session)
             ]
             if len(scored) >= limit:
                 break
@@ -192,6 +194,7 @@ class Recaller:
             outcome=request.outcome,
             agent=request.agent,
             global_only=request.global_only,
+            within_session=request.session_id if request.hook else None,
             fusion=msgspec.structs.replace(self.fusion, method=request.fusion),
             weighting=request.weighting,
             dedup=request.dedup,
@@ -356,6 +359,12 @@ def _recorded_about(span: Window) -> Window:
     """Where memories about `span` are: at it, or in the days after (people tell what they did)."""
     days = (span.end - span.start).days
     return Window(span.start, span.end + timedelta(days=3 if days <= 7 else 7))
+
+
+def _in_window(memory: Features, session_id: str | None) -> bool:
+    """Whether the memory is a turn of the session asking, which its agent has before it already:
+    injecting its own earlier prompts again would crowd out what it does not know."""
+    return session_id is not None and memory.session_id == session_id and memory.kind in ("prompt", "message")
 
 
 def _in_scope(memory: Features, outcome: Outcome | None, agent: str | None, global_only: bool) -> bool:
