@@ -1,9 +1,9 @@
 """What reverie adds to a real Claude Code session: `claude -p` (the real CLI, pinned) runs one
-Bash command for a scripted model on loopback, in a scratch HOME without reverie and in one
-where `reverie install claude-code` put its hooks and MCP server (a stack running), the two
-interleaved. Each session is timed by the operating system's accounting (wait4: CPU of the CLI,
-its hooks and its MCP server) and by the wall clock. Prints one JSON line: medians in
-milliseconds and what reverie adds.
+Bash command for a scripted model on loopback, in a scratch HOME without reverie, in one where
+`reverie install claude-code` put its hooks and MCP server (a stack running), and in one where
+only its hooks stay (the MCP server taken out), interleaved. Each session is timed by the
+operating system's accounting (wait4: CPU of the CLI, its hooks and its MCP server) and by the
+wall clock. Prints one JSON line: medians in milliseconds and what reverie adds.
 
     python benchmarks/claude_session.py [--runs 10]
 """
@@ -41,6 +41,16 @@ def session(claude: str, home: str, project: str, env: dict[str, str]) -> tuple[
     return wall, (usage.ru_utime + usage.ru_stime) * 1000
 
 
+def without_mcp(home: str) -> None:
+    """Take the MCP server out of what `reverie install` wrote in `home`: its hooks alone stay."""
+    path = os.path.join(home, ".claude.json")
+    with open(path) as f:
+        config = json.load(f)
+    config.pop("mcpServers", None)
+    with open(path, "w") as f:
+        json.dump(config, f)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -49,10 +59,9 @@ def main() -> None:
     args = parser.parse_args()
     claude = claude_code()
     base = tempfile.mkdtemp(prefix="rv-session-")
-    plain, with_reverie, project, data = (
-        os.path.join(base, n) for n in ("plain", "reverie", "orders", "data")
-    )
-    for folder in (plain, with_reverie, project):
+    names = ("plain", "reverie", "hooks", "orders", "data")
+    plain, with_reverie, hooks_only, project, data = (os.path.join(base, n) for n in names)
+    for folder in (plain, with_reverie, hooks_only, project):
         os.makedirs(folder)
     subprocess.run(["git", "init", "-q", project], check=True)
     model = FakeMessagesAPI(scripted)
@@ -65,14 +74,17 @@ def main() -> None:
         deadline = time.monotonic() + 120
         while not os.path.exists(Settings(data).recall_socket_path) and time.monotonic() < deadline:
             time.sleep(0.1)
-        installing = {**env, "HOME": with_reverie}
-        subprocess.run([*reverie, "install", "claude-code"], env=installing, cwd=project, check=True)
-        session(claude, plain, project, env)  # warm the page cache, both ways
-        session(claude, with_reverie, project, env)
-        times: dict[str, list[tuple[float, float]]] = {"without": [], "with": []}
+        for home in (with_reverie, hooks_only):
+            installing = {**env, "HOME": home}
+            subprocess.run([*reverie, "install", "claude-code"], env=installing, cwd=project, check=True)
+        without_mcp(hooks_only)
+        homes = {"without": plain, "with": with_reverie, "hooks_only": hooks_only}
+        for home in homes.values():  # warm the page cache, every way
+            session(claude, home, project, env)
+        times: dict[str, list[tuple[float, float]]] = {name: [] for name in homes}
         for _ in range(args.runs):
-            times["without"].append(session(claude, plain, project, env))
-            times["with"].append(session(claude, with_reverie, project, env))
+            for name, home in homes.items():
+                times[name].append(session(claude, home, project, env))
     finally:
         subprocess.run([*reverie, "down"], env=env, capture_output=True)
         model.close()
@@ -82,8 +94,10 @@ def main() -> None:
         result[f"{name}_reverie_wall_p50_ms"] = round(statistics.median(w for w, _ in runs), 1)
         result[f"{name}_reverie_cpu_p50_ms"] = round(statistics.median(c for _, c in runs), 1)
     for measure, i in (("wall", 0), ("cpu", 1)):
-        added = [w[i] - wo[i] for w, wo in zip(times["with"], times["without"], strict=True)]
-        result[f"added_{measure}_pairs_median_ms"] = round(statistics.median(added), 1)
+        for name in ("with", "hooks_only"):
+            added = [w[i] - wo[i] for w, wo in zip(times[name], times["without"], strict=True)]
+            label = "added" if name == "with" else "added_by_hooks_alone"
+            result[f"{label}_{measure}_pairs_median_ms"] = round(statistics.median(added), 1)
     print(json.dumps(result))
 
 
