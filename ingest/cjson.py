@@ -36,9 +36,6 @@ def _unserializable(value: object) -> object:
 
 
 _scan = _json.make_scanner(_Context())  # type: ignore[arg-type]  # what it reads of one, as json passes
-_encode = _json.make_encoder(
-    {}, _unserializable, _json.encode_basestring, None, ":", ",", False, False, False
-)
 
 
 def text(raw: bytes) -> str:
@@ -71,7 +68,11 @@ def dumps(value: Any) -> str:
     """`json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)`."""
     if isinstance(value, str):
         return _json.encode_basestring(value)
-    return "".join(_encode(value, 0))
+    # a fresh encoder each time, as json makes one: a failed encode leaves its containers marked
+    encode = _json.make_encoder(
+        {}, _unserializable, _json.encode_basestring, None, ":", ",", False, False, False
+    )
+    return "".join(encode(value, 0))
 
 
 def _error(message: str, s: str, at: int) -> ValueError:

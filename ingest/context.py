@@ -101,15 +101,13 @@ def _open(settings: Settings, timeout: float) -> _socket.socket:
     published on this host), else to this user's own unix socket, checked (schemas/sockets.py)."""
     if not settings.recall_url:
         return connect(settings.recall_socket_path, timeout)
+    from ingest.resp import connect_tcp  # names resolve within the timeout, never blocking the hook
+
     host, _, port = settings.recall_url.removeprefix("tcp://").rstrip("/").rpartition(":")
-    sock = _socket.socket(_socket.AF_INET6 if ":" in host else _socket.AF_INET, _socket.SOCK_STREAM)
     try:
-        sock.settimeout(timeout)
-        sock.connect((host.strip("[]"), int(port)))
+        return connect_tcp(host.strip("[]"), int(port), timeout)
     except (OSError, ValueError) as e:
-        sock.close()
         raise OSError(f"cannot reach the recall service at {settings.recall_url}: {e}") from None
-    return sock
 
 
 def ask(path: str, request: dict[str, Any], deadline_s: float) -> dict[str, Any]:

@@ -314,15 +314,14 @@ _SECRET_KEY = (
     r"(?i:password|passwd|passphrase|secret|token|api_?key|access_?key|private_?key|credentials?|authorization)$"
     r"|(?i:(?:^|[_\-.])(?:pass|pwd))$|(?<=[a-z])(?:Pass|Pwd)$"
 )
-# what every secret key ends with, casefolded: the pattern runs only on keys that end so
-_SECRET_KEY_ENDS = (
-    *("password", "passwd", "passphrase", "secret", "token", "key", "credential", "credentials"),
-    *("authorization", "pass", "pwd"),
-)
+# the last letter of every word the pattern ends with, casefolded (as (?i) matches the long s for "s"):
+# the pattern runs only on keys that end so (before one line break, which "$" allows)
+_SECRET_KEY_LAST = frozenset("detnyls")
 
 
 def _is_secret_key(key: str) -> bool:
-    return key.casefold().endswith(_SECRET_KEY_ENDS) and _compile(_SECRET_KEY).search(key) is not None
+    last = key[-2:-1] if key.endswith("\n") else key[-1:]
+    return last.casefold() in _SECRET_KEY_LAST and _compile(_SECRET_KEY).search(key) is not None
 
 
 def redact(value: Any, text: Callable[[str], str] = redact_text) -> Any:

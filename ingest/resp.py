@@ -104,7 +104,7 @@ def _addresses(host: str, port: int, timeout: float) -> list[tuple[int, tuple[st
     return list(found)
 
 
-def _connect_tcp(host: str, port: int, timeout: float) -> _socket.socket:
+def connect_tcp(host: str, port: int, timeout: float) -> _socket.socket:
     error: OSError = RedisUnavailable(f"no address for {host!r}")
     for family, address in _addresses(host, port, max(timeout, 0.1)):
         sock = _socket.socket(family, _socket.SOCK_STREAM)
@@ -135,12 +135,13 @@ class Connection:
                 sock.settimeout(connect_timeout)
                 sock.connect(address.path)
             else:
-                sock = _connect_tcp(address.host or "localhost", address.port, connect_timeout)
+                sock = connect_tcp(address.host or "localhost", address.port, connect_timeout)
             if address.tls:
                 import socket
                 import ssl
 
                 plain = socket.socket(sock.family, sock.type, sock.proto, sock.detach())
+                plain.settimeout(connect_timeout)  # the handshake too: detach() dropped the timeout
                 sock = ssl.create_default_context().wrap_socket(plain, server_hostname=address.host)
             sock.settimeout(reply_timeout)
         except OSError as e:

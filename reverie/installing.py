@@ -210,6 +210,12 @@ def _change(path: str, edit: Callable[[dict[str, Any]], dict[str, Any]]) -> Chan
 
 
 def plan_install(scope: str, home: str, cwd: str, environ: dict[str, str] | None = None) -> list[Change]:
+    env = os.environ if environ is None else environ
+    if scope == "project" and (env.get("REVERIE_RECALL_TOKEN") or "@" in env.get("REDIS_URL", "")):
+        raise InstallError(
+            "the project scope's files are shared through git: a Redis password or a recall token must not "
+            "go there; install with --scope local (or user)"
+        )
     project = project_root(cwd)
     settings_file, mcp_file = files_for(scope, home, project)
     entry = mcp_server(environ)
@@ -333,15 +339,18 @@ def _write(path: str, data: bytes) -> None:
 
 def stale_hooks(home: str, cwd: str) -> list[str]:
     """Installed reverie hooks, in any scope, whose interpreter or launcher no longer exists."""
-    project = project_root(cwd)
+    try:
+        project = project_root(cwd)
+    except OSError:  # the folder status runs in is gone: the user scope still speaks
+        project = cwd
     stale = []
     for scope in SCOPES:
         path = files_for(scope, home, project)[0]
         try:
-            settings = _parsed(path, _read(path))
-        except InstallError:
+            hooks = _parsed(path, _read(path)).get("hooks")
+        except (InstallError, OSError):
             continue
-        for groups in (settings.get("hooks") or {}).values():
+        for groups in hooks.values() if isinstance(hooks, dict) else []:
             for group in groups if isinstance(groups, list) else []:
                 for handler in group.get("hooks", []) if isinstance(group, dict) else []:
                     if is_ours(handler) and _missing(str(handler.get("command", ""))):

@@ -27,7 +27,8 @@ class CompactionManifest(msgspec.Struct, kw_only=True):
     next_steps: list[str] = []
 
     def is_empty(self) -> bool:
-        return not (self.key_decisions or self.files_touched or self.blockers or self.next_steps)
+        """Whether it says nothing of the session itself (the key decisions are the project's)."""
+        return not (self.files_touched or self.blockers or self.next_steps)
 
 
 # a line that announces what is left: "Next steps:", "## TODO", "Remaining work", "Still to do"...

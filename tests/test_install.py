@@ -217,3 +217,11 @@ def test_hooks_on_the_host_reach_a_stack_published_on_loopback_with_its_token(
         assert not (tmp_path / "host-data" / "spool").exists()  # the events went to the stack's Redis
     finally:
         stack.stop()
+
+
+def test_secrets_never_go_into_the_project_scopes_shared_files(user: dict[str, Any]) -> None:
+    before = snapshot(user["home"])
+    secret = {**user, "env": {**user["env"], "REDIS_URL": "redis://:pw@127.0.0.1:6379/0"}}
+    refused = reverie(secret, "install", "claude-code", "--scope", "project")
+    assert refused.returncode == 1 and "shared through git" in refused.stderr
+    assert snapshot(user["home"]) == before

@@ -311,3 +311,12 @@ def test_gitleaks_rules_are_translated_from_re2_or_left_out() -> None:
     assert kept["posix"].search("patAb12") and not kept["posix"].search("pat:]]]]")
     assert kept["end"].search("sha256~ab_c") and not kept["end"].search("sha256~ab_cd")
     assert not kept["end"].search("sha256~ab_\u00e9 ")  # \w is ASCII, as in RE2
+
+
+@pytest.mark.parametrize(
+    "key", ["password\n", "db_pass\n", "TOKEN\n", "credent\u0131als", "author\u0130zation", "pa\u017f\u017f"]
+)
+def test_a_secret_key_the_pattern_knows_is_always_tried(key: str) -> None:
+    from ingest.redact import redact
+
+    assert redact({key: "hunter2hunter2"}) == {key: "[REDACTED:secret-field]"}

@@ -185,3 +185,13 @@ def test_the_hooks_json_refuses_what_json_refuses(raw: bytes) -> None:
         json.loads(raw)
     with pytest.raises(ValueError, match="line 1 column"):
         cjson.loads(raw)
+
+
+def test_a_failed_encode_leaves_the_next_one_whole() -> None:
+    from ingest import cjson
+
+    value: dict[str, Any] = {"x": [1, {"y": float("nan")}]}
+    with pytest.raises(ValueError, match="Out of range"):
+        cjson.dumps(value)
+    value["x"][1]["y"] = 1
+    assert cjson.dumps(value) == '{"x":[1,{"y":1}]}'
