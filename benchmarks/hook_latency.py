@@ -22,6 +22,7 @@ import sys
 import tempfile
 import time
 
+from ingest.envelope import compile_patterns
 from reverie.installing import launcher_command
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -80,6 +81,7 @@ def main() -> None:
     reverie = shutil.which("reverie", path=os.path.dirname(sys.executable))
     assert reverie, "reverie is not installed beside this python"
     compile_bytecode()
+    compile_patterns()  # as `reverie install claude-code` does
     home = tempfile.mkdtemp(prefix="rv-bench-")
     env = {**os.environ, "REVERIE_HOME": home}
     env.pop("REDIS_URL", None)

@@ -6,8 +6,8 @@ same way. Standard library only (the hook path); the result decodes as `schemas.
 
 from __future__ import annotations
 
-from ingest import cjson
-from ingest.redact import redact, redact_text
+from ingest import cjson, patterns, truncate
+from ingest.redact import pattern_sources, redact, redact_text
 from ingest.truncate import EVENT_LIMIT, cut, encode_within_budget, truncate_strings
 from schemas.kinds import SCHEMA_VERSION
 
@@ -21,6 +21,12 @@ ID_LIMIT = 256
 
 def _cut_and_redact(text: str) -> str:
     return cut(text, clean=redact_text)
+
+
+def compile_patterns() -> str | None:
+    """Keep every pattern building an event may need compiled (ingest/patterns.py), so that no
+    hook pays for `re`: where, or None if the install is read-only."""
+    return patterns.store([*pattern_sources(), *truncate.pattern_sources()])
 
 
 class Rejected(ValueError):

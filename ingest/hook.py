@@ -126,6 +126,10 @@ def handle_hook(argv: list[str], stdin: BinaryIO | None, environ: Environ) -> tu
             source=SOURCE_CLAUDE_CODE,
         )
         where = deliver(settings, event_id, data)
+        if where == "stream" and not settings.embedded:  # the embedded stack's dispatcher drains the spool
+            from ingest.spool import deliver_later
+
+            deliver_later(settings, environ)
         hook = argv[0] if argv else payload.get("hook_event_name")
         if hook in CONTEXT_HOOKS:
             return where, hook_output(hook, context_for(settings, hook, payload, project))

@@ -15,13 +15,15 @@ Where the patterns come from:
 Cost: the hook redacts every payload on the agent's time and most strings hold no secret. Each
 kind names literals one of which its matches hold (gitleaks' keywords); a string is searched
 only for the kinds whose literals its lower-cased form holds, each kind's pattern compiled the
-first time it is needed. Every pattern runs in linear time under `re` (no nested quantifiers:
+first time it is needed, from ingest/patterns.py's cache without importing `re` when the install
+keeps one. Every pattern runs in linear time under `re` (no nested quantifiers:
 tests/test_redact.py runs each on 100k characters of its literals). The gitleaks formats cost
 a hook about 0.3 ms to import and 0.2 ms (median payload) to 3 ms (largest) more to redact.
 """
 
 from __future__ import annotations
 
+from ingest.patterns import compiled
 from ingest.token_formats import FORMATS
 
 TYPE_CHECKING = False
@@ -30,10 +32,9 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-# `re` (3 ms to import, with the enums it builds) and every pattern are taken when first needed:
-# a typical hook payload holds none of the literals a secret holds, and needs neither. So the
-# caches below are plain dictionaries: functools costs as much again.
-_compiled: dict[str, re.Pattern[str]] = {}
+# Every pattern is taken when first needed, from ingest/patterns.py's cache (`re` costs a hook
+# 6 ms to import): most strings hold none of the literals a secret holds. The caches below are
+# plain dictionaries: functools costs a hook a millisecond.
 
 # Where a token may start: not inside a word ("risk-assessment" holds no key), but right after
 # an escape ("\\nsk-...") or a percent-encoded byte ("%3Dsk-..."). It also makes a long run of a
@@ -69,16 +70,7 @@ class Kind:
         self.command = command  # a pattern the command the match is an argument of must hold
 
     def pattern(self) -> re.Pattern[str]:
-        return _compile(self.source)
-
-
-def _compile(source: str) -> re.Pattern[str]:
-    pattern = _compiled.get(source)
-    if pattern is None:
-        import re
-
-        pattern = _compiled[source] = re.compile(source)
-    return pattern
+        return compiled(self.source)
 
 
 _OWN = (
@@ -199,14 +191,15 @@ def redact_text(text: str) -> str:
 # looked at that much: a hook with a typical payload never does, the transcript import at once.
 _TRIE_AFTER = 50_000
 _looked_at = 0
+_finder: re.Pattern[str] | None = None
 
 
 def _literal_finder() -> re.Pattern[str]:
     """A pattern that finds, at each place, the longest literal starting there."""
-    finder = _compiled.get("")  # under a key no pattern has: its source is long to build
-    if finder is None:
-        finder = _compiled[""] = _compile(f"(?=({_trie(set(_kinds_of_literal()))}))")
-    return finder
+    global _finder
+    if _finder is None:  # its source is long to build
+        _finder = compiled(f"(?=({_trie(set(_kinds_of_literal()))}))")
+    return _finder
 
 
 _literals: dict[str, tuple[int, ...]] = {}
@@ -252,7 +245,7 @@ def _trie(words: set[str]) -> str:
 def _replacer(kind: Kind) -> Callable[[re.Match[str]], str]:
     marker = f"[REDACTED:{kind.name}]"
     confirm = _CONFIRM.get(kind.name)
-    command = _compile(kind.command) if kind.command else None
+    command = compiled(kind.command) if kind.command else None
 
     def replace(match: re.Match[str]) -> str:
         whole = match.group(0)
@@ -278,7 +271,7 @@ def _command_before(match: re.Match[str]) -> str:
     """The command that the match is an argument of, up to the match: at most 300 characters back,
     and not past a line break (unless escaped: a continued line) or a `;`, `&&`, `|`."""
     window = match.string[max(0, match.start() - 300) : match.start()]
-    return _compile(_COMMAND_SEPARATOR).split(window)[-1]
+    return compiled(_COMMAND_SEPARATOR).split(window)[-1]
 
 
 def _secret_span(match: re.Match[str], group: int) -> tuple[int, int]:
@@ -292,7 +285,7 @@ def _secret_span(match: re.Match[str], group: int) -> tuple[int, int]:
     start, end = match.span(group)
     text = match.string
     # gitleaks' secret alone when the rest of the match only delimits it (`\b(token)(?:['";\s]|$)`)
-    delimiter = _compile(_DELIMITER)
+    delimiter = compiled(_DELIMITER)
     if delimiter.fullmatch(text, match.start(), start) and delimiter.fullmatch(text, end, match.end()):
         return start, end
     return match.span()
@@ -321,7 +314,7 @@ _SECRET_KEY_LAST = frozenset("detnyls")
 
 def _is_secret_key(key: str) -> bool:
     last = key[-2:-1] if key.endswith("\n") else key[-1:]
-    return last.casefold() in _SECRET_KEY_LAST and _compile(_SECRET_KEY).search(key) is not None
+    return last.casefold() in _SECRET_KEY_LAST and compiled(_SECRET_KEY).search(key) is not None
 
 
 def redact(value: Any, text: Callable[[str], str] = redact_text) -> Any:
@@ -362,7 +355,19 @@ def redact_argv(argv: list[str]) -> list[str]:
     a flag that names a secret (`--token VALUE`) whole."""
     return [
         "[REDACTED:flag-secret]"
-        if i and _compile(f"(?i){_SECRET_FLAGS}").fullmatch(argv[i - 1])
+        if i and compiled(f"(?i){_SECRET_FLAGS}").fullmatch(argv[i - 1])
         else redact_text(arg)
         for i, arg in enumerate(argv)
+    ]
+
+
+def pattern_sources() -> list[str]:
+    """Every pattern a hook may compile, for ingest/patterns.py to keep compiled."""
+    return [
+        *(kind.source for kind in KINDS),
+        *(kind.command for kind in KINDS if kind.command),
+        _COMMAND_SEPARATOR,
+        _DELIMITER,
+        _SECRET_KEY,
+        f"(?i){_SECRET_FLAGS}",
     ]

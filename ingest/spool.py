@@ -4,14 +4,27 @@ One file per event, named by the event id, written atomically: any number of hoo
 can spool at once without locks, a crash mid-write leaves no half event, and the names sort
 in time order. Draining sends each file to the stream, then deletes it; a crash in between
 sends it again later, and the dispatcher drops the repeat by event id.
+
+Who drains: the dispatcher, for the data directory it shares with the hooks (the embedded
+stack). A Redis elsewhere (a compose stack's, published on this host) has its dispatcher in a
+container that never sees this host's spool: there, a hook that reached Redis while events wait
+in the spool leaves a process behind to deliver them (`deliver_later`), one at a time.
 """
 
-import os
-import time
-from collections.abc import Callable, Iterator
+from __future__ import annotations
 
+import fcntl
+import os
+import sys
+import time
+
+from ingest.resp import Connection, RedisUnavailable
 from schemas.files import private_directory, sync_directory, write_durably
-from schemas.settings import Settings
+from schemas.settings import STREAM, Settings
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # collections.abc costs a hook a millisecond and more
+    from collections.abc import Callable, Iterator, Mapping, Sequence
 
 SUFFIX = ".json"
 
@@ -74,3 +87,55 @@ def drain(spool_dir: str, send: Callable[[list[bytes]], None], batch: int = 500)
             os.unlink(path)
         sync_directory(spool_dir)
     return len(paths)
+
+
+def deliver_later(settings: Settings, environ: Mapping[str, str]) -> bool:
+    """If events wait in the spool, start a process, detached, that delivers them (`deliver`);
+    whether one was started. For hooks whose Redis is not the embedded server, whose dispatcher
+    drains the spool itself. Costs a hook a directory listing when the spool is empty."""
+    if not any(spooled(spool_dir, float("inf")) for spool_dir in settings.spool_dirs):
+        return False
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    code = f"import sys; sys.path.insert(0, {root!r}); from ingest.spool import main; main()"
+    null = [(os.POSIX_SPAWN_OPEN, fd, os.devnull, os.O_RDWR, 0) for fd in (0, 1, 2)]
+    try:
+        argv = [sys.executable, "-S", "-I", "-c", code]
+        os.posix_spawn(sys.executable, argv, dict(environ), file_actions=null, setsid=True)
+    except OSError:  # the next hook tries again
+        return False
+    return True
+
+
+def deliver(settings: Settings) -> int:
+    """Send the spooled events to the settings' Redis, unless another process is at it; how
+    many were sent. Files are deleted once Redis has them on disk (or has no append-only file)."""
+    private_directory(settings.spool_dir, create=True)
+    with open(os.path.join(settings.spool_dir, ".deliver.lock"), "wb") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return 0
+        with Connection(settings.redis_url, 5, 5, own=settings.embedded) as redis:
+
+            def send(batch: Sequence[bytes]) -> None:
+                _append_durably(redis, batch)
+
+            return sum(drain(spool_dir, send) for spool_dir in settings.spool_dirs)
+
+
+def _append_durably(redis: Connection, batch: Sequence[bytes]) -> None:
+    redis.pipeline([("XADD", STREAM, "*", "e", data) for data in batch])
+    try:
+        synced = redis.command("WAITAOF", "1", "0", "1000")
+    except RedisUnavailable as e:
+        if "Redis error" not in str(e):
+            raise
+        return  # a Redis without an append-only file: what it acknowledged is all there is
+    if not isinstance(synced, list) or synced[0] < 1:  # kept; sent again next time (dedup by id)
+        raise RedisUnavailable("Redis did not write the delivered events to disk within 1 s")
+
+
+def main() -> None:
+    """The process `deliver_later` starts."""
+    os.umask(0o077)
+    deliver(Settings.from_env(os.environ))

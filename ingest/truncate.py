@@ -22,6 +22,7 @@ import gc
 from itertools import islice
 
 from ingest import cjson
+from ingest.patterns import compiled
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -72,17 +73,15 @@ def _least_size(value: Any) -> int:
     return 2 + _RESERVED if isinstance(value, dict | list) else 2
 
 
-_MORE_ITEMS = r"…\[reverie: (\d+) more items(.*)\]"
-_MORE_KEYS = r"(\d+) more keys(.*)"
+_MORE_ITEMS = r"(?s)…\[reverie: (\d+) more items(.*)\]"
+_MORE_KEYS = r"(?s)(\d+) more keys(.*)"
 
 
 def _more(cut: int, last: Any, counted: str, unit: str) -> str:
     """What a marker says of `cut` values cut, the last of them `last`: if that is a marker of
     an earlier cut, its count is added, or its words kept."""
     if isinstance(last, str):
-        import re  # here: a hook's payload is rarely cut, and re costs it 3 ms to import
-
-        earlier = re.fullmatch(counted, last, re.S)
+        earlier = compiled(counted).fullmatch(last)
         if earlier:
             return f"{cut - 1 + int(earlier[1])} more {unit}{earlier[2]}"
         if last.startswith("…[reverie:"):
@@ -159,14 +158,12 @@ def truncate_strings(
 
 # Up to the next bracket outside a string (or the end): a string's brackets are not structure.
 # Possessive throughout, so an unclosed string or a bracket-free tail costs one pass, not many.
-_TO_BRACKET = r'(?:[^"\[\]{}]++|"(?:[^"\\]++|\\.?)*+(?:"|\Z))*+([\[\]{}]|\Z)'
+_TO_BRACKET = r'(?s)(?:[^"\[\]{}]++|"(?:[^"\\]++|\\.?)*+(?:"|\Z))*+([\[\]{}]|\Z)'
 
 
 def _brackets(text: str, start: int) -> Iterator[re.Match[str]]:
     """The brackets outside strings from `start` on (then one empty match at the end)."""
-    import re
-
-    return re.compile(_TO_BRACKET, re.S).finditer(text, start)  # compiled once, on first need
+    return compiled(_TO_BRACKET).finditer(text, start)
 
 
 def _cut_deep(text: str, start: int) -> tuple[str, int | None]:
@@ -395,3 +392,8 @@ def encode_within_budget(envelope: dict[str, Any], encode: Callable[[dict[str, A
         envelope["payload"] = truncate_strings(envelope["payload"], *step)
         data = encode(envelope)
     return data
+
+
+def pattern_sources() -> list[str]:
+    """Every pattern cutting may compile, for ingest/patterns.py to keep compiled."""
+    return [_MORE_ITEMS, _MORE_KEYS, _TO_BRACKET]

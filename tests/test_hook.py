@@ -5,10 +5,14 @@ import contextlib
 import io
 import json
 import os
+import shutil
+import subprocess
+import tempfile
 from typing import Any
 
 import msgspec
 import pytest
+import redis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -21,8 +25,8 @@ from ingest.truncate import EVENT_LIMIT, MAX_DEPTH, MAX_INPUT
 from schemas.dead_letters import DeadLetter
 from schemas.events import InvalidEvent, decode_event, payload_of
 from schemas.observed import ToolUsed
-from schemas.settings import Settings
-from tests.conftest import run_hook
+from schemas.settings import STREAM, Settings
+from tests.conftest import BIN, run_hook, wait_for
 
 
 class Pipe(io.BytesIO):
@@ -242,3 +246,35 @@ def test_an_oversized_payload_that_is_no_json_keeps_its_head(
     assert "larger than 4096 bytes" in letter.reason
     assert letter.head == "x" * 512
     assert letter.size == 4096
+
+
+def test_with_a_redis_elsewhere_a_hook_that_reaches_it_delivers_what_waited_in_the_spool(
+    env: dict[str, str], home: str
+) -> None:
+    """A compose stack's dispatcher never sees this host's spool: the hooks deliver it."""
+    server_home = tempfile.mkdtemp(prefix="rv-srv-")
+    server = subprocess.Popen([str(BIN), "server"], env={**env, "REVERIE_HOME": server_home})
+    try:
+        elsewhere = Settings(server_home)
+        down = {**env, "REDIS_URL": f"unix://{server_home}/nobody.sock"}
+        up = {**env, "REDIS_URL": elsewhere.redis_url}
+        for n in range(3):
+            prompt = {"session_id": "s1", "hook_event_name": "UserPromptSubmit", "prompt": f"while down {n}"}
+            assert run_hook(json.dumps(prompt).encode(), down).returncode == 0
+        assert len(spooled(Settings(home).spool_dir)) == 3
+        client: Any = redis.Redis.from_url(elsewhere.redis_url)
+        wait_for(lambda: os.path.exists(elsewhere.socket_path) and client.ping(), what="the server")
+        prompt = {"session_id": "s1", "hook_event_name": "UserPromptSubmit", "prompt": "back up"}
+        assert run_hook(json.dumps(prompt).encode(), up).returncode == 0
+        wait_for(lambda: not spooled(Settings(home).spool_dir), what="the spool to be delivered")
+        sent = [json.loads(bytes(decode_event(fields[b"e"]).payload)) for _, fields in client.xrange(STREAM)]
+        assert sorted(p["prompt"] for p in sent) == [
+            "back up",
+            "while down 0",
+            "while down 1",
+            "while down 2",
+        ]
+    finally:
+        server.terminate()
+        server.wait(30)
+        shutil.rmtree(server_home, ignore_errors=True)
