@@ -74,26 +74,53 @@ def context_for(settings: Settings, hook: str, payload: dict[str, Any], project:
 
 
 def tell(settings: Settings, hook: str, payload: dict[str, Any], project: str) -> None:
-    """Have the service write the session's compaction manifest, waiting for nothing: the
-    request is sent, and the hook goes on (the service down, or slow, costs it nothing)."""
+    """Have the service write the session's compaction manifest, waiting for no answer: the
+    request is sent (over TCP, once the service proved it holds the token), and the hook goes on
+    (the service down, or slow, costs it nothing)."""
     request = {"hook": hook, "project": project, "session_id": payload.get("session_id")}
     try:
         conn = _open(settings, 0.05)
         try:
-            conn.sendall(cjson.dumps(_signed(settings, request)).encode() + b"\n")
+            conn.sendall(_request_line(conn, settings, request, time.monotonic() + DEADLINE_S))
         finally:
             conn.close()
-    except OSError:
+    except (OSError, ValueError):
         pass
 
 
 def ask_service(settings: Settings, request: dict[str, Any], deadline_s: float) -> dict[str, Any]:
-    """One request to the recall service these settings name, within `deadline_s`."""
-    return _exchange(_open(settings, deadline_s), _signed(settings, request), deadline_s)
+    """One request to the recall service these settings name, within `deadline_s`. Over TCP the
+    service must first prove it holds the token (schemas/handshake.py): one that does not is sent
+    nothing of the request, and is taken for a service that is down (PermissionError)."""
+    ends = time.monotonic() + deadline_s
+    conn = _open(settings, deadline_s)
+    try:
+        return _exchange(conn, _request_line(conn, settings, request, ends), ends)
+    finally:
+        conn.close()
 
 
-def _signed(settings: Settings, request: dict[str, Any]) -> dict[str, Any]:
-    return {**request, "token": settings.recall_token} if settings.recall_token else request
+def _request_line(conn: _socket.socket, settings: Settings, request: dict[str, Any], ends: float) -> bytes:
+    """`request` as the service takes it: one JSON line, over TCP proved to come from a holder of
+    the token, once the service proved it holds it too."""
+    data = cjson.dumps(request).encode()
+    if not settings.recall_url:  # our own unix socket: its directory and peer were checked
+        return data + b"\n"
+    token = settings.recall_token
+    if not token:
+        raise PermissionError(
+            "REVERIE_RECALL_TOKEN is not set: the recall service over TCP cannot be trusted"
+        )
+    from schemas import handshake  # here: hmac loads OpenSSL, which the unix socket needs not
+
+    mine = handshake.nonce()
+    conn.sendall(handshake.HELLO + b" " + mine + b"\n")
+    theirs, _, proof = _read_line(conn, ends, handshake.LINE_LIMIT).rstrip(b"\n").partition(b" ")
+    if not handshake.is_nonce(theirs) or not handshake.matches(
+        handshake.service_proof(token, mine, theirs), proof
+    ):
+        raise PermissionError(f"{settings.recall_url} did not prove it holds the token: nothing was sent")
+    return handshake.client_proof(token, mine, theirs, data) + b" " + data + b"\n"
 
 
 def _open(settings: Settings, timeout: float) -> _socket.socket:
@@ -113,29 +140,38 @@ def _open(settings: Settings, timeout: float) -> _socket.socket:
 def ask(path: str, request: dict[str, Any], deadline_s: float) -> dict[str, Any]:
     """One request to the recall service on the unix socket `path`, all of it within
     `deadline_s` (TimeoutError past it)."""
-    return _exchange(connect(path, deadline_s), request, deadline_s)  # ours, served by this user
-
-
-def _exchange(conn: _socket.socket, request: dict[str, Any], deadline_s: float) -> dict[str, Any]:
     ends = time.monotonic() + deadline_s
+    conn = connect(path, deadline_s)  # ours, served by this user
     try:
-        conn.sendall(cjson.dumps(request).encode() + b"\n")
-        reply = b""
-        while not reply.endswith(b"\n"):
-            left = ends - time.monotonic()
-            if left <= 0:
-                raise TimeoutError("the recall service is late")
-            conn.settimeout(left)
-            chunk = conn.recv(1 << 16)
-            if not chunk:
-                raise ConnectionError("the recall service hung up")
-            reply += chunk
+        return _exchange(conn, cjson.dumps(request).encode() + b"\n", ends)
     finally:
         conn.close()
-    answer = cjson.loads(reply)
+
+
+def _exchange(conn: _socket.socket, line: bytes, ends: float) -> dict[str, Any]:
+    """Send the request `line`, and read the service's answer by `ends` (time.monotonic)."""
+    conn.sendall(line)
+    answer = cjson.loads(_read_line(conn, ends))
     if not isinstance(answer, dict):
         raise ValueError("the recall service answered something else than an object")
     return answer
+
+
+def _read_line(conn: _socket.socket, ends: float, limit: int | None = None) -> bytes:
+    """One line from `conn` by `ends` (TimeoutError past it), ValueError past `limit` bytes."""
+    line = b""
+    while not line.endswith(b"\n"):
+        if limit is not None and len(line) > limit:
+            raise ValueError(f"the recall service sent a line longer than {limit} bytes")
+        left = ends - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the recall service is late")
+        conn.settimeout(left)
+        chunk = conn.recv(1 << 16)
+        if not chunk:
+            raise ConnectionError("the recall service hung up")
+        line += chunk
+    return line
 
 
 def _size(path: object) -> int | None:

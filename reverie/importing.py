@@ -35,7 +35,7 @@ def import_transcripts(paths: list[str], wait: bool = True) -> int:
     try:
         client.ping()
     except (redis.RedisError, OSError):
-        return fail(f"cannot reach Redis at {settings.redis_url}: start reverie with `reverie up --detach`")
+        return fail(f"cannot reach Redis at {settings.redis_shown}: start reverie with `reverie up --detach`")
 
     known = EventLog(settings.event_log_dir, warn_quarantined).archived_ids()
     live = _sessions_recorded_live(settings)

@@ -10,7 +10,9 @@ leaves no hook behind pointing at a path that is gone.
 
 The plugin holds what `reverie install claude-code` writes (a hook entry per event, the MCP
 server), and the slash commands `/reverie:remember` and `/reverie:recall` shipped in
-reverie/plugin/commands.
+reverie/plugin/commands. As install does, the marketplace keeps the secrets it is given in the
+data directory's connection file, never in a command (reverie/installing.py: `placement`); the
+file is recorded for the plugin, so uninstalling a scope leaves it.
 """
 
 import json
@@ -51,9 +53,10 @@ def write_plugin(settings: Settings) -> str:
         os.path.join(folder, ".claude-plugin", "plugin.json"),
         {"name": NAME, "version": _version(), "description": _DESCRIPTION, "author": {"name": "reverie"}},
     )
-    hooks = installing.with_hooks({})["hooks"]
+    inline = installing.placement("user", os.environ).inline
+    hooks = installing.with_hooks({}, inline)["hooks"]
     _write_json(os.path.join(folder, "hooks", "hooks.json"), {"description": _DESCRIPTION, "hooks": hooks})
-    _write_json(os.path.join(folder, ".mcp.json"), {"mcpServers": {NAME: installing.mcp_server()}})
+    _write_json(os.path.join(folder, ".mcp.json"), {"mcpServers": {NAME: installing.mcp_server(inline)}})
     shutil.copytree(_COMMANDS, os.path.join(folder, "commands"))
     return folder
 
@@ -62,9 +65,11 @@ def write_marketplace(settings: Settings) -> str:
     """The marketplace folder, its plugin's source the command that writes the plugin; its path."""
     folder = os.path.join(settings.home, "claude-code", "marketplace")
     private_directory(os.path.dirname(folder), create=True)
-    forwarded = " ".join(
-        f"{name}={shlex.quote(os.environ[name])}" for name in installing.FORWARDED if os.environ.get(name)
-    )
+    placed = installing.placement("user", os.environ)
+    if placed.private:
+        change = installing.connection_change(settings.connection_file, placed.private)
+        installing.apply_install("plugin", [change], installing.Installs(settings))
+    forwarded = " ".join(f"{name}={shlex.quote(value)}" for name, value in placed.inline.items())
     command = " ".join(
         filter(
             None, [forwarded, shlex.quote(os.path.abspath(sys.executable)), "-m reverie claude-code plugin"]

@@ -65,7 +65,7 @@ def _up_detached(settings: Settings, workers: int) -> int:
             if state.reachable and state.dispatchers and state.workers:
                 out.print(
                     f"reverie is up (pid {process.pid}), data in {settings.home}, "
-                    f"Redis at {settings.redis_url}\nlogs: {log_path}; stop it with `reverie down`"
+                    f"Redis at {settings.redis_shown}\nlogs: {log_path}; stop it with `reverie down`"
                 )
                 return 0
             time.sleep(0.2)
@@ -122,6 +122,8 @@ def status(as_json: bool) -> int:
         ("failed jobs", _failed(state)),
         ("llm extraction", f"{escape(state.llm)}; {state.llm_tokens_today:,} tokens spent today"),
     ]
+    if os.path.exists(settings.connection_file):
+        rows.append(("connection", _connection(settings)))
     from reverie.installing import stale_hooks
 
     stale = stale_hooks(os.path.expanduser("~"), os.getcwd())
@@ -137,6 +139,21 @@ def status(as_json: bool) -> int:
         table.add_row(f"[bold]{name}[/]", value)
     out.print(table)
     return 0 if state.reachable else 1
+
+
+def _connection(settings: Settings) -> str:
+    """What the data directory's connection file gives (the names the environment leaves to it),
+    or why it is skipped."""
+    from rich.markup import escape
+
+    from schemas.settings import read_connection
+
+    try:
+        read_connection(settings.connection_file)
+    except OSError as e:
+        return f"[bold red]skipped[/]: {escape(str(e))}"
+    taken = ", ".join(settings.connection_from) or "nothing (the environment sets it all)"
+    return escape(f"{settings.connection_file}: {taken}")
 
 
 def _failed(state: "StackStatus") -> str:
@@ -180,7 +197,8 @@ def server() -> int:
 
     settings = Settings.from_env()
     if not settings.embedded:
-        return fail(f"REDIS_URL is set ({settings.redis_url}): there is no embedded server to run")
+        where = f" in {settings.connection_file}" if "REDIS_URL" in settings.connection_from else ""
+        return fail(f"REDIS_URL is set{where} ({settings.redis_shown}): there is no embedded server to run")
     exec_server(settings)
     return 0  # not reached: the server replaced this process
 

@@ -6,6 +6,7 @@ answer need nothing of the pipeline (projections/recall/) that makes it.
 The answer is one JSON line too: {"context": "..."} for a hook (the text to inject, "" for
 nothing), {"recall": {...}} for `reverie recall`, or {"error": "..."}. A request line holds at
 most REQUEST_LIMIT bytes: askers send a prompt's gist (schemas/prompt.py), not the whole of it.
+Over TCP the line comes after a handshake, with its proof (schemas/handshake.py).
 """
 
 from datetime import datetime
@@ -37,7 +38,6 @@ class RecallRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     # set by the hooks: answer with the context to inject for this hook event
     hook: str | None = None  # UserPromptSubmit, SessionStart, SubagentStart; Stop, PreCompact (a manifest)
     source: str | None = None  # SessionStart's: startup, resume, clear, compact
-    token: str | None = None  # what a recall service on TCP asks of every request (REVERIE_RECALL_TOKEN)
     transcript_bytes: int | None = None  # how full the context is
     # how long the asker waits for the answer, in seconds: past it the service drops the request
     deadline_s: float | None = None

@@ -10,11 +10,28 @@ Standard library only: the hook imports this on every call.
   all-MiniLM-L6-v2, shipped in a wheel and loaded offline). Another name or path is loaded the
   usual sentence-transformers way, which may download it.
 - REVERIE_RECALL_URL, REVERIE_RECALL_TOKEN: a recall service reached over TCP
-  (tcp://127.0.0.1:7377: a compose stack's, published on the host), and the token it asks of every
-  request; REVERIE_RECALL_LISTEN (host:port) has the service listen there too, the token required.
+  (tcp://127.0.0.1:7377: a compose stack's, published on the host), and the token both ends prove
+  they hold, never sending it (schemas/handshake.py); REVERIE_RECALL_LISTEN (host:port) has the
+  service listen there too, the token required.
 - REVERIE_HOOKS_OFF: set (to anything but empty) to make `reverie hook` exit at once, recording
   nothing: reverie sets it for the Claude Code it runs itself (`claude -p` extraction), so that
   run is never recorded and never recurses into extraction.
+
+REDIS_URL, REVERIE_RECALL_URL and REVERIE_RECALL_TOKEN may also come from the data directory's
+connection file, `$REVERIE_HOME/connection.env`, where `reverie install claude-code` keeps the
+secrets it must not write into Claude Code's settings (a Redis password, the recall token). A
+variable set (not empty) in the environment wins over the file; an empty one counts as unset, so
+the installed hooks clear what Claude Code's environment may hold for another program with
+`REDIS_URL=''` and the file's value applies. The file's format:
+
+    # comments and blank lines are skipped
+    REDIS_URL=redis://:PASSWORD@127.0.0.1:6379/0
+    REVERIE_RECALL_TOKEN=...
+
+one NAME=VALUE a line, the value as written to the end of the line, blanks around it trimmed
+(no quotes, no expansion); other names are skipped. It is read only if it is this user's and no
+other user may read or write it (0600, as install writes it): otherwise it is skipped, and
+`reverie status` says why.
 """
 
 import os
@@ -28,6 +45,10 @@ STREAM = "reverie:events"
 GROUP = "reverie:archivers"
 QUEUE = "reverie"
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
+CONNECTION_FILE = "connection.env"
+# what the connection file may set (a Redis password and the recall token are its reason to be)
+CONNECTION_NAMES = ("REDIS_URL", "REVERIE_RECALL_URL", "REVERIE_RECALL_TOKEN")
+_CONNECTION_LIMIT = 1 << 16  # bytes: a connection file is a few lines
 # Unix socket paths must fit in sun_path (108 bytes on Linux).
 _MAX_SOCKET_PATH = 100
 
@@ -45,10 +66,49 @@ def _runtime_dir(env: "Mapping[str, str]") -> str:
     return os.path.join(env.get("TMPDIR") or "/tmp", f"reverie-{os.getuid()}")
 
 
+def connection_line(line: str) -> "tuple[str, str] | None":
+    """The (name, value) a line of the connection file sets, if it sets one of CONNECTION_NAMES."""
+    text = line.strip()
+    name, equals, value = text.partition("=")
+    if not equals or text.startswith("#") or name.strip() not in CONNECTION_NAMES:
+        return None
+    return name.strip(), value.strip()
+
+
+def read_connection(path: str) -> "dict[str, str]":
+    """What the connection file at `path` sets, by name. Raises FileNotFoundError if there is
+    none, and PermissionError if another user owns it or any other user may read or write it."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        found = os.fstat(fd)
+        if found.st_uid != os.getuid() or found.st_mode & 0o077:
+            raise PermissionError(f"{path} is not this user's alone: chmod 600 it (skipped until then)")
+        data = os.read(fd, _CONNECTION_LIMIT)
+    finally:
+        os.close(fd)
+    pairs = (connection_line(line) for line in data.decode("utf-8", "replace").splitlines())
+    return dict(pair for pair in pairs if pair is not None)
+
+
+def without_password(url: str) -> str:
+    """`url` fit to show: the password in its user part or its query replaced by `***`."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    netloc, slash, path = rest.partition("/")
+    if "@" in netloc:
+        userinfo, _, host = netloc.rpartition("@")
+        user, colon, _ = userinfo.partition(":")
+        netloc = f"{user}:***@{host}" if colon else f"***@{host}"
+    path, question, query = path.partition("?")
+    hidden = ("password=***" if item.lower().startswith("password=") else item for item in query.split("&"))
+    return f"{scheme}://{netloc}{slash}{path}{question}{'&'.join(hidden)}"
+
+
 class Settings:
     __slots__ = (
-        "embedded", "embedding_model", "home", "recall_listen", "recall_token", "recall_url", "redis_url",
-        "runtime_dir",
+        "connection_from", "embedded", "embedding_model", "home", "recall_listen", "recall_token",
+        "recall_url", "redis_url", "runtime_dir",
     )  # fmt: skip
 
     def __init__(
@@ -61,6 +121,7 @@ class Settings:
         recall_url: str | None = None,
         recall_token: str | None = None,
         recall_listen: str | None = None,
+        connection_from: "tuple[str, ...]" = (),
     ) -> None:
         self.home = os.path.abspath(home)
         # sockets whose path in `home` would not fit go here: a directory of this user's alone
@@ -69,25 +130,39 @@ class Settings:
         self.redis_url = redis_url or "unix://" + _quote_path(self.socket_path)
         self.embedding_model = embedding_model
         self.recall_url = recall_url  # a recall service on TCP (tcp://host:port), not our unix socket
-        self.recall_token = recall_token  # what a TCP recall service asks of every request
+        self.recall_token = recall_token  # what both ends of a TCP recall exchange prove they hold
         self.recall_listen = recall_listen  # host:port the recall service also listens on (TCP)
+        self.connection_from = connection_from  # the names taken from the connection file
 
     @classmethod
     def from_env(cls, environ: "Mapping[str, str] | None" = None) -> "Settings":
+        """The settings `environ` (default: this process's environment) gives, the data
+        directory's connection file filling in what it leaves unset (a file that is missing,
+        unreadable or not private is skipped)."""
         env = os.environ if environ is None else environ
         home = env.get("REVERIE_HOME")
         if not home:
             data = env.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
             home = os.path.join(data, "reverie")
+        try:
+            connection = read_connection(os.path.join(home, CONNECTION_FILE))
+        except OSError:
+            connection = {}
+        taken = tuple(name for name in CONNECTION_NAMES if connection.get(name) and not env.get(name))
+
+        def named(name: str) -> str | None:
+            return env.get(name) or connection.get(name) or None
+
         model = env.get("REVERIE_EMBEDDING_MODEL") or DEFAULT_EMBEDDING_MODEL
         return cls(
             home,
-            env.get("REDIS_URL") or None,
+            named("REDIS_URL"),
             model,
             _runtime_dir(env),
-            recall_url=env.get("REVERIE_RECALL_URL") or None,
-            recall_token=env.get("REVERIE_RECALL_TOKEN") or None,
+            recall_url=named("REVERIE_RECALL_URL"),
+            recall_token=named("REVERIE_RECALL_TOKEN"),
             recall_listen=env.get("REVERIE_RECALL_LISTEN") or None,
+            connection_from=taken,
         )
 
     def _path(self, *parts: str) -> str:
@@ -107,6 +182,16 @@ class Settings:
         import hashlib
 
         return hashlib.blake2b(self.home.encode(), digest_size=6).hexdigest()
+
+    @property
+    def connection_file(self) -> str:
+        """Where the secrets for reaching a stack elsewhere are kept (see the module's docstring)."""
+        return self._path(CONNECTION_FILE)
+
+    @property
+    def redis_shown(self) -> str:
+        """The Redis URL fit to print: its password hidden."""
+        return without_password(self.redis_url)
 
     @property
     def settings_file(self) -> str:

@@ -3,6 +3,7 @@ scratch HOME and git project."""
 
 import json
 import os
+import stat
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ import pytest
 import ingest
 from reverie import installing
 from schemas.kinds import HOOK_KINDS
-from schemas.settings import Settings
+from schemas.settings import Settings, read_connection
 from tests.conftest import REVERIE, Stack, wait_for
 
 THEIRS: dict[str, Any] = {
@@ -82,7 +83,10 @@ def test_install_then_uninstall_leaves_every_file_as_it_was(user: dict[str, Any]
         config["projects"][str(user["project"])]["mcpServers"] if scope == "local" else config["mcpServers"]
     )
     assert servers["reverie"]["args"] == ["-m", "reverie", "mcp"]
-    assert servers["reverie"]["env"]["REVERIE_HOME"] == user["env"]["REVERIE_HOME"]
+    # the project's files are everyone's: one user's data directory is no part of them
+    assert servers["reverie"]["env"].get("REVERIE_HOME") == (
+        None if scope == "project" else user["env"]["REVERIE_HOME"]
+    )
     if scope != "project":
         assert config["numStartups"] == 3  # Claude Code's own state stays
     uninstalled = reverie(user, "uninstall", "claude-code", "--scope", scope)
@@ -210,18 +214,117 @@ def test_hooks_on_the_host_reach_a_stack_published_on_loopback_with_its_token(
                                  capture_output=True, timeout=30)  # fmt: skip
             return ran.stdout.decode()
 
+        assert token not in command  # the hook takes it from the host's connection file
         wait_for(lambda: "PostgreSQL 16" in told(command), timeout=90, what="the host's hook to be told")
         archived = "select count(*) from events where session_id = 'host-1' and source = 'claude-code'"
         wait_for(lambda: stack.query(archived)[0][0] >= 1, what="the host's events archived by the stack")
-        assert told(command.replace(token, "a-guess")) == ""  # a wrong token is told nothing
+        connection = Path(Settings(host["REVERIE_HOME"]).connection_file)
+        connection.write_text(connection.read_text().replace(token, "a-guess"))
+        assert told(command) == ""  # a wrong token is told nothing
         assert not (tmp_path / "host-data" / "spool").exists()  # the events went to the stack's Redis
     finally:
         stack.stop()
 
 
-def test_secrets_never_go_into_the_project_scopes_shared_files(user: dict[str, Any]) -> None:
+PASSWORD, TOKEN = "a-redis-password", "a-recall-token"
+STACK = {  # docker-compose.yml's, as published on the host
+    "REDIS_URL": f"redis://:{PASSWORD}@127.0.0.1:6379/0",
+    "REVERIE_RECALL_URL": "tcp://127.0.0.1:7377",
+    "REVERIE_RECALL_TOKEN": TOKEN,
+}
+
+
+def with_stack(user: dict[str, Any]) -> dict[str, Any]:
+    return {**user, "env": {**user["env"], **STACK}}
+
+
+def reverie_command(path: Path, event: str) -> str:
+    [command] = [h["command"] for g in hooks_of(path)[event] for h in g["hooks"] if installing.is_ours(h)]
+    return str(command)
+
+
+@pytest.mark.parametrize("scope", ["user", "project", "local"])
+def test_secrets_go_to_the_users_private_file_never_into_commands_or_settings(
+    user: dict[str, Any], scope: str
+) -> None:
     before = snapshot(user["home"])
-    secret = {**user, "env": {**user["env"], "REDIS_URL": "redis://:pw@127.0.0.1:6379/0"}}
-    refused = reverie(secret, "install", "claude-code", "--scope", "project")
-    assert refused.returncode == 1 and "shared through git" in refused.stderr
+    installed = reverie(with_stack(user), "install", "claude-code", "--scope", scope)
+    assert installed.returncode == 0, installed.stderr
+    for path, data in snapshot(user["home"]).items():
+        assert PASSWORD.encode() not in data and TOKEN.encode() not in data, path
+    settings = Settings(user["env"]["REVERIE_HOME"])
+    assert read_connection(settings.connection_file) == {
+        "REDIS_URL": STACK["REDIS_URL"], "REVERIE_RECALL_TOKEN": TOKEN,
+    }  # fmt: skip
+    assert stat.S_IMODE(os.stat(settings.connection_file).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(settings.home).st_mode) == 0o700
+    folder = user["home"] if scope == "user" else user["project"]
+    name = "settings.local.json" if scope == "local" else "settings.json"
+    command = reverie_command(folder / ".claude" / name, "PostToolUse")
+    if scope == "project":  # everyone's: each user's own environment and data directory
+        assert command.startswith("REVERIE_RECALL_URL=tcp://127.0.0.1:7377 /")
+    else:  # the file's secrets, whatever Claude Code's environment holds for another program
+        home = user["env"]["REVERIE_HOME"]
+        assert command.startswith(
+            f"REVERIE_HOME={home} REDIS_URL='' REVERIE_RECALL_URL=tcp://127.0.0.1:7377 "
+            "REVERIE_RECALL_TOKEN='' /"
+        )
+    assert reverie(user, "uninstall", "claude-code", "--scope", scope).returncode == 0
     assert snapshot(user["home"]) == before
+    assert not os.path.exists(settings.connection_file)
+
+
+def test_the_connection_file_stays_while_another_scope_needs_it_and_goes_back_as_it_was(
+    user: dict[str, Any],
+) -> None:
+    settings = Settings(user["env"]["REVERIE_HOME"])
+    os.makedirs(settings.home, mode=0o700, exist_ok=True)
+    theirs = b"# mine\nREVERIE_RECALL_TOKEN=an-old-token\nSOMETHING_ELSE=kept\n"
+    Path(settings.connection_file).write_bytes(theirs)
+    for scope in ("user", "local"):
+        assert reverie(with_stack(user), "install", "claude-code", "--scope", scope).returncode == 0
+    assert Path(settings.connection_file).read_bytes() == (
+        f"# mine\nREVERIE_RECALL_TOKEN={TOKEN}\nSOMETHING_ELSE=kept\n"
+        f"REDIS_URL={STACK['REDIS_URL']}\n".encode()
+    )  # in place of the old line, the user's own kept
+    assert reverie(user, "uninstall", "claude-code", "--scope", "user").returncode == 0
+    assert read_connection(settings.connection_file)["REVERIE_RECALL_TOKEN"] == TOKEN  # local's hooks need it
+    assert reverie(user, "uninstall", "claude-code", "--scope", "local").returncode == 0
+    assert Path(settings.connection_file).read_bytes() == theirs
+    assert not os.path.exists(settings.connection_file + ".reverie-backup")
+
+
+def test_the_dry_run_shows_where_the_secrets_go_never_what_they_are(user: dict[str, Any]) -> None:
+    shown = reverie(with_stack(user), "install", "claude-code", "--dry-run")
+    assert shown.returncode == 0, shown.stderr
+    assert "+REVERIE_RECALL_TOKEN=<hidden>" in shown.stdout and "+REDIS_URL=<hidden>" in shown.stdout
+    assert PASSWORD not in shown.stdout and TOKEN not in shown.stdout
+    assert not os.path.exists(Settings(user["env"]["REVERIE_HOME"]).connection_file)
+
+
+def test_the_connection_file_fills_in_what_the_environment_leaves_unset(home: str) -> None:
+    path = Settings(home).connection_file
+    with open(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
+        f.write(
+            f"# the stack\nREDIS_URL = {STACK['REDIS_URL']}\nREVERIE_RECALL_TOKEN={TOKEN}\nHOME=/elsewhere\n"
+        )
+    found = Settings.from_env({"REVERIE_HOME": home, "REDIS_URL": ""})  # empty: unset
+    assert (found.redis_url, found.recall_token, found.recall_url) == (STACK["REDIS_URL"], TOKEN, None)
+    assert found.connection_from == ("REDIS_URL", "REVERIE_RECALL_TOKEN")
+    assert found.redis_shown == "redis://:***@127.0.0.1:6379/0"
+    chosen = Settings.from_env({"REVERIE_HOME": home, "REDIS_URL": "redis://other:6379/0"})
+    assert (chosen.redis_url, chosen.recall_token) == ("redis://other:6379/0", TOKEN)  # the environment wins
+    os.chmod(path, 0o640)  # another user may read it: skipped, as ssh skips a key others can read
+    skipped = Settings.from_env({"REVERIE_HOME": home})
+    assert skipped.embedded and skipped.recall_token is None and skipped.connection_from == ()
+    with pytest.raises(PermissionError, match="chmod 600"):
+        read_connection(path)
+
+
+def test_status_says_where_the_connection_comes_from_and_hides_the_password(user: dict[str, Any]) -> None:
+    unreachable = {**STACK, "REDIS_URL": f"redis://:{PASSWORD}@127.0.0.1:1/0"}
+    assert reverie({**user, "env": {**user["env"], **unreachable}}, "install", "claude-code").returncode == 0
+    shown = reverie(user, "status")
+    assert "redis://:***@127.0.0.1:1/0 (UNREACHABLE)" in shown.stdout
+    assert "connection.env: REDIS_URL, REVERIE_RECALL_TOKEN" in " ".join(shown.stdout.split())
+    assert PASSWORD not in shown.stdout + shown.stderr and TOKEN not in shown.stdout + shown.stderr

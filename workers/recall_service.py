@@ -10,10 +10,13 @@ A SessionStart answer is also kept as the project's profile, which the hooks inj
 service is down or late. The Stop and PreCompact hooks have it write the session's compaction
 manifest (schemas/manifest.py), which SessionStart gives back first after a compaction or a
 resume.
+
+On TCP (REVERIE_RECALL_LISTEN: a compose stack's, published on the host) a client and the
+service first prove to each other that they hold REVERIE_RECALL_TOKEN, neither sending it
+(schemas/handshake.py); a client that cannot is refused before its request is read.
 """
 
 import contextlib
-import hmac
 import math
 import os
 import socketserver
@@ -31,6 +34,7 @@ from projections.recall import context
 from projections.recall.memories import Memories
 from projections.recall.pipeline import Overdue, Recaller
 from projections.vectors import Vectors, vectors_path
+from schemas import handshake
 from schemas.files import private_directory, write_durably
 from schemas.kinds import MEMORY_RETRIEVED, SOURCE_WORKER
 from schemas.manifest import AFTER, CompactionManifest, WrittenAt, next_steps
@@ -159,33 +163,54 @@ def _read_manifest(path: str) -> CompactionManifest | None:
         return None
 
 
+class Refused(Exception):
+    """A client over TCP that did not prove it holds the token."""
+
+
 class _Handler(socketserver.StreamRequestHandler):
-    server: "_Server"
+    server: "_Server | _TCPServer"
 
     def handle(self) -> None:
         self.connection.settimeout(5.0)
-        line = self.rfile.readline(REQUEST_LIMIT + 1)
+        try:
+            line = self._request_line()
+        except Refused as e:
+            log.warning("recall.refused", peer=str(self.client_address), reason=str(e))
+            reply: dict[str, Any] = {"error": f"refused: {e}"}
+        else:
+            reply = self._reply(line)
+        with contextlib.suppress(OSError):  # an asker past its deadline has hung up
+            self.wfile.write(_encode.encode(reply) + b"\n")
+
+    def _request_line(self) -> bytes:
+        """The request: on the unix socket, its line; on TCP, once this service proved it holds
+        the token, the line the client proved it holds it for (Refused otherwise)."""
+        token = self.server.token
+        if token is None:
+            return self.rfile.readline(REQUEST_LIMIT + 1)
+        hello, _, theirs = self.rfile.readline(handshake.LINE_LIMIT).rstrip(b"\n").partition(b" ")
+        if hello != handshake.HELLO or not handshake.is_nonce(theirs):
+            raise Refused("a request over TCP comes after the handshake (schemas/handshake.py)")
+        mine = handshake.nonce()
+        self.wfile.write(mine + b" " + handshake.service_proof(token, theirs, mine) + b"\n")
+        proof, _, request = self.rfile.readline(handshake.PROOF_SIZE + REQUEST_LIMIT + 2).partition(b" ")
+        if not handshake.matches(handshake.client_proof(token, theirs, mine, request.rstrip(b"\n")), proof):
+            raise Refused("the request was not proved to come from a holder of the token")
+        return request
+
+    def _reply(self, line: bytes) -> dict[str, Any]:
         try:
             if len(line) > REQUEST_LIMIT:
                 raise msgspec.DecodeError(f"a request is one line of at most {REQUEST_LIMIT} bytes")
-            request = _decode.decode(line)
-            if self.server.token is not None and not hmac.compare_digest(
-                (request.token or "").encode(), self.server.token.encode()
-            ):
-                log.warning("recall.refused", peer=str(self.client_address))
-                reply = {"error": "refused: a request over TCP must carry the service's token"}
-            else:
-                reply = self.server.service.answer(request)
+            return self.server.service.answer(_decode.decode(line))
         except msgspec.DecodeError as e:  # not JSON, too long, or not a request
-            reply = {"error": f"bad request: {e}"}
+            return {"error": f"bad request: {e}"}
         except Overdue as e:
             log.warning("recall.overdue", error=str(e))
-            reply = {"error": str(e)}
+            return {"error": str(e)}
         except Exception as e:
             log.exception("recall.failed")
-            reply = {"error": f"recall failed: {e}"}
-        with contextlib.suppress(OSError):  # an asker past its deadline has hung up
-            self.wfile.write(_encode.encode(reply) + b"\n")
+            return {"error": f"recall failed: {e}"}
 
 
 class _Server(socketserver.ThreadingUnixStreamServer):
@@ -200,7 +225,7 @@ class _Server(socketserver.ThreadingUnixStreamServer):
 
 
 class _TCPServer(socketserver.ThreadingTCPServer):
-    """On TCP (a compose stack's, published on the host's loopback): every request carries the token."""
+    """On TCP (a compose stack's, published on the host's loopback): only for holders of the token."""
 
     daemon_threads = True
     allow_reuse_address = True

@@ -173,7 +173,7 @@ def stack_status(settings: Settings) -> StackStatus:
     local = StackStatus(
         disk_free=free,
         disk_full=full,
-        redis_url=settings.redis_url,
+        redis_url=settings.redis_shown,  # its password hidden
         reachable=False,
         stack_pid=running_pid(settings),
         spooled=sum(len(spooled(d)) for d in settings.spool_dirs),

@@ -147,7 +147,7 @@ class Supervisor:
             if not child.alive():
                 log.error("process.failed_to_start", process=child.spec.name)
                 return False
-        log.info("stack.up", redis=self.settings.redis_url, processes=[c.spec.name for c in self.children])
+        log.info("stack.up", redis=self.settings.redis_shown, processes=[c.spec.name for c in self.children])
         return True
 
     def _wait_for_server(self, server: Child) -> bool:
