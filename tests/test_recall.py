@@ -8,6 +8,7 @@ import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from typing import Literal
 
 import pytest
 
@@ -17,8 +18,10 @@ from projections.recall import context, scoring
 from projections.recall.memories import Memories
 from projections.recall.pipeline import Fusion, Overdue, Recaller
 from projections.vectors import Vectors
-from reverie.testing import Folding
+from reverie.testing import Folding, make_event
 from schemas import events, fence, kinds, memory
+from schemas.ids import new_event_id
+from schemas.observed import MemoryRemembered
 from schemas.recall import RecallRequest
 from schemas.settings import Settings
 from tests.conftest import BIN, wait_for
@@ -468,3 +471,67 @@ def test_recall_in_one_project_never_returns_another_projects_memories(
             embedder.close()
     assert {"f-shop", "f-everywhere"} <= in_shop and "f-billing" not in in_shop
     assert {"f-billing", "f-shop", "f-everywhere"} <= everywhere
+
+
+@pytest.mark.parametrize("related", ["/home/u/api", "/home/u/game"])
+def test_a_global_memory_from_a_related_project_ranks_above_one_from_an_unrelated_one(
+    encoder: Encoder, tmp_path: "os.PathLike[str]", related: str
+) -> None:
+    """Two global memories alike, made in /home/u/api and /home/u/game: the one made in the
+    project that shares a dependency with /home/u/app comes first there; the related project's
+    own memories stay its own."""
+    settings = Settings(str(tmp_path))
+    pinned = "Pin the linters' versions in CI, never let them float"
+
+    def depends(seconds: float, project: str, library: str) -> events.Event:
+        said = memory.FactAsserted(
+            fact_id=f"{project}>{library}", source="e-project", relation="depends_on",
+            target=library, description=f"depends on the {library} library",
+        )  # fmt: skip
+        return derived(kinds.FACT_ASSERTED, seconds, said, project=project)
+
+    def remembered(
+        seconds: float, project: str, text: str, scope: Literal["project", "global"]
+    ) -> events.Event:
+        when = at(seconds)
+        said = MemoryRemembered(text=text, category="testing", scope=scope)
+        return make_event(
+            kinds.MEMORY_REMEMBERED, said, id=new_event_id(int(when.timestamp() * 1000)), ts=when,
+            recorded_at=when, project=project, source=kinds.SOURCE_CLI,
+        )  # fmt: skip
+
+    unrelated = "/home/u/game" if related == "/home/u/api" else "/home/u/api"
+    made = {
+        "related": remembered(30, related, pinned, "global"),
+        "unrelated": remembered(30, unrelated, pinned, "global"),
+        "its own": remembered(30, related, pinned, "project"),
+    }
+    folding = Folding(settings)
+    folding.fold(
+        [
+            depends(10, "/home/u/app", "psycopg"),
+            depends(11, related, "psycopg"),
+            depends(12, unrelated, "pygame"),
+            remembered(20, "/home/u/app", "the office coffee machine is on the third floor", "project"),
+            *made.values(),
+        ]
+    )
+    folding.projector.close()
+    with lock_vectors(settings):
+        embedder = open_embedder(settings, encoder)
+        sync_once(settings, embedder)
+        recaller = Recaller(encoder, embedder.vectors, Memories(settings))
+        try:
+            found = recaller.recall(
+                "should the linter versions be pinned in CI?", project="/home/u/app", now=NOW
+            )
+        finally:
+            recaller.memories.close()
+            embedder.close()
+    ranked = {r.memory_id: r for r in found.results}
+    first, second = ranked[made["related"].id], ranked[made["unrelated"].id]
+    assert [r.memory_id for r in found.results if r.text == pinned] == [first.memory_id, second.memory_id]
+    assert first.score > second.score
+    assert first.components["kinship"] == pytest.approx((1 + 0.6) / 2)  # one dependency, all they have
+    assert second.components["kinship"] == 0.5  # a project that shares nothing with this one
+    assert made["its own"].id not in ranked

@@ -9,6 +9,8 @@ import pytest
 from projections.recall import fabric, scoring
 from projections.recall.baseline import Spread, z_scores
 from projections.recall.fusion import reciprocal_ranks
+from projections.recall.memories import Kinship
+from projections.recall.pipeline import _by_origin
 from projections.recall.tasks import classify, keywords, queries
 from projections.recall.timeframes import window
 from schemas.fence import escape
@@ -193,3 +195,13 @@ def test_escaping_leaves_ordinary_text_and_takes_linear_time() -> None:
     started = time.perf_counter()
     escape("\uff1c\u3008a<&" * 200_000)
     assert time.perf_counter() - started < 0.5
+
+
+def test_only_global_memories_made_elsewhere_are_weighed_by_how_related_their_project_is() -> None:
+    made_in = {"g-api": "/api", "g-game": "/game", "g-here": "/app"}
+    kinship = Kinship(made_in, {("/app", "/api"): 0.6, ("/game", "/app"): 1.0})
+    relevance = {"g-api": 1.0, "g-game": 1.0, "g-here": 0.5, "g-nowhere": 0.5, "mine": 0.25}
+    weighed, factors = _by_origin(relevance, "/app", kinship)
+    assert factors == {"g-api": pytest.approx(0.8), "g-game": 0.5}  # the relation is read from /app
+    assert weighed == {**relevance, "g-api": pytest.approx(0.8), "g-game": 0.5}
+    assert _by_origin(relevance, None, kinship) == (relevance, {})  # all projects: nobody asks

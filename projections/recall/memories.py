@@ -43,7 +43,7 @@ class Features(msgspec.Struct, frozen=True):
 # memory.
 _RECALL_TABLES = """
 CREATE TEMP TABLE recall_features AS
-SELECT m.memory_id, m.kind, m.text, m.ts, m.project, m.session_id,
+SELECT m.memory_id, m.kind, m.text, m.ts, m.project, m.origin, m.session_id,
     coalesce(f.confidence, o.confidence, 1.0) AS confidence,
     coalesce(e.outcome = 'failure' OR e.emotional_weight > 1, false)
         OR EXISTS (SELECT 1 FROM signals s WHERE s.subject = m.memory_id AND s.signal = 'correction')
@@ -107,6 +107,48 @@ JOIN facts f ON w.entity_id IN (f.source, f.target)
 WHERE f.expired_at IS NULL
 GROUP BY ALL ORDER BY depth, max(f.confidence) DESC LIMIT $limit
 """
+
+
+# Where the global memories were made, and how related the projects they were made in are to
+# the others (HORA's measure, the view related_projects): read once per snapshot, a row per
+# global memory and per pair of projects related to one's origin. Without global memories, only
+# the first query runs.
+_ORIGINS = """
+SELECT memory_id, origin FROM recall_features WHERE project IS NULL AND coalesce(origin, '') <> ''
+"""
+
+_RELATED = """
+SELECT project, other, relevance FROM related_projects
+WHERE relevance > 0 AND other IN (SELECT origin FROM recall_features WHERE project IS NULL)
+"""
+
+
+class Kinship:
+    """Where each global memory was made, and how related projects are to those places.
+
+    `relatedness(memory_id, project)` answers for any memory in a dict lookup or two: 1 for a
+    memory of the project itself, or global and made there, or made in no project; otherwise
+    the view related_projects' measure of the two projects, 0 (unrelated) to 1.
+    """
+
+    def __init__(self, origins: dict[str, str], related: dict[tuple[str, str], float]) -> None:
+        self.origins = origins  # a global memory's id -> the project it was made in
+        self.related = related  # (project, other) -> their relevance, above 0
+
+    def relatedness(self, memory_id: str, project: str) -> float:
+        origin = self.origins.get(memory_id)
+        if origin is None or origin == project:
+            return 1.0
+        return self.related.get((project, origin), 0.0)
+
+
+def _kinship(db: duckdb.DuckDBPyConnection) -> Kinship:
+    """The kinship of the snapshot `db` reads, its recall tables built."""
+    origins: dict[str, str] = dict(db.execute(_ORIGINS).fetchall())
+    if not origins:
+        return Kinship({}, {})
+    related = {(a, b): float(r) for a, b, r in db.execute(_RELATED).fetchall()}
+    return Kinship(origins, related)
 
 
 _AGENT_MEMORIES = """
@@ -174,6 +216,10 @@ _CONTINUITY = {
 }
 
 
+# A snapshot opened for recall: its connection, its identity, its kinship.
+Opened = tuple[duckdb.DuckDBPyConnection, tuple[int, int] | None, Kinship]
+
+
 class Memories:
     """The projections, as recall reads them.
 
@@ -187,6 +233,7 @@ class Memories:
         self.follow = follow
         self._db: duckdb.DuckDBPyConnection | None = None
         self._snapshot: tuple[int, int] | None = None
+        self._kinship = Kinship({}, {})
 
     def db(self) -> duckdb.DuckDBPyConnection:
         """The connection recall reads (opened on first use)."""
@@ -195,26 +242,33 @@ class Memories:
         assert self._db is not None
         return self._db
 
-    def newer(self) -> tuple[duckdb.DuckDBPyConnection, tuple[int, int] | None] | None:
+    def newer(self) -> Opened | None:
         """A connection to the latest snapshot, if newer than the one read, its tables for
-        recall built."""
+        recall built and its kinship read."""
         identity = sql.snapshot_identity(self.settings)
         if self._db is not None and identity == self._snapshot:
             return None
         db = sql.connect(self.settings)
         try:
             db.execute(_RECALL_TABLES)
+            kinship = _kinship(db)
         except BaseException:
             db.close()
             raise
-        return db, identity
+        return db, identity, kinship
 
-    def swap(self, opened: tuple[duckdb.DuckDBPyConnection, tuple[int, int] | None]) -> None:
+    def swap(self, opened: Opened) -> None:
         """Read through `opened` from now on (no recall may be running)."""
         old = self._db
-        self._db, self._snapshot = opened
+        self._db, self._snapshot, self._kinship = opened
         if old is not None:
             old.close()
+
+    def kinship(self) -> Kinship:
+        """Where the snapshot's global memories were made, and how related projects are (read
+        with the snapshot: no query)."""
+        self.db()
+        return self._kinship
 
     def features(self, ids: list[str], named: list[str] | None = None) -> dict[str, Features]:
         """What scoring needs of these memories; `named`: the entities in context."""

@@ -15,7 +15,9 @@
    prompt names come first.
 4. Weigh the fused relevance by how strongly each memory comes to mind (ACT-R activation, FSRS
    retrievability, recency) and by its confidence (recall/scoring.py). Facts superseded, ended
-   or forgotten are left out, unless `as_of` asks about a time when they held.
+   or forgotten are left out, unless `as_of` asks about a time when they held. A global memory
+   made in another project is first weighed by how related that project is to the one asking
+   (`_by_origin`); memories never cross projects otherwise.
 
 Recall reads a prompt's gist (schemas/prompt.py: at most 2,000 characters, the most telling),
 and every step on its text is linear. Given a deadline, a recall that passes it between two
@@ -38,7 +40,7 @@ from projections.recall import fabric, scoring
 from projections.recall.baseline import Baseline, z_scores
 from projections.recall.fusion import reciprocal_ranks
 from projections.recall.index import Floats, MemoryIndex, RowIds, Rows, Scope, best
-from projections.recall.memories import Features, Memories
+from projections.recall.memories import Features, Kinship, Memories
 from projections.recall.tasks import classify, keywords, queries
 from projections.recall.timeframes import window
 from projections.vectors import Vector, Vectors
@@ -151,6 +153,9 @@ class Recaller:
         _in_time(deadline)
         vague = span is not None and span.vague
         relevance, components = self._relevance(rows, query, candidates, project, fusion, vague)
+        relevance, factors = _by_origin(relevance, project, self.memories.kinship())
+        if factors:  # shown with the components (`--explain`)
+            components["kinship"] = factors
         ranked = sorted(relevance, key=lambda m: -relevance[m])
         step = max(_SHORTLIST, 3 * limit)
         scored: list[Scored] = []
@@ -342,6 +347,29 @@ def _fuse(
         + (timeframe if m in in_window else 0.0)
         for m in ids
     }
+
+
+def _by_origin(
+    relevance: dict[str, float], project: str | None, kinship: Kinship
+) -> tuple[dict[str, float], dict[str, float]]:
+    """Each candidate's relevance, that of a global memory made in another project multiplied
+    by (1 + r) / 2, r being how related that project is to the one asking (0 to 1: the view
+    related_projects, HORA's measure of shared dependencies and entities); and those factors.
+
+    (1 + r) / 2 is the mean of the two readings of "global": as true here as where it was made
+    (x 1), and only as true as the two projects are alike (x r). So such a memory from a project
+    sharing nothing with this one keeps half its relevance, and one from a project sharing all
+    keeps it whole. The project's own memories, and those made global in it or in no project,
+    are left as they are: without global memories from elsewhere recall ranks as before. It
+    weighs the relevance scaled from 0 (the worst candidate) to 1 (the best), never the fused
+    z-scores, whose sign would turn it into a boost. A dict lookup per candidate; recall across
+    all projects (`project` None) has no asker to be related to, and is left alone.
+    """
+    if project is None or not kinship.origins:
+        return relevance, {}
+    factors = {m: (1 + kinship.relatedness(m, project)) / 2 for m in relevance if m in kinship.origins}
+    factors = {m: f for m, f in factors.items() if f < 1}
+    return {m: r * factors.get(m, 1.0) for m, r in relevance.items()}, factors
 
 
 def _memory(rows: Rows, row: int) -> str | None:
