@@ -14,19 +14,25 @@ FROM tool_uses
 GROUP BY ALL;
 
 -- Everything that happened to an entity (sort by happened_at for its story).
+-- project: where a row holds (that of its fact, opinion or signal's session); everywhere: a
+-- global fact's or opinion's. An entity's first sighting belongs to no project: it is shown
+-- where another row about the entity is.
 CREATE VIEW entity_timeline AS
-SELECT entity_id, name, first_seen AS happened_at, 'first seen' AS what, type AS detail FROM entities
+SELECT entity_id, name, first_seen AS happened_at, 'first seen' AS what, type AS detail,
+    NULL AS project, false AS everywhere
+FROM entities
 UNION ALL
-SELECT e.entity_id, e.name, f.valid_at, 'fact: ' || f.relation, f.description
+SELECT e.entity_id, e.name, f.valid_at, 'fact: ' || f.relation, f.description, f.project, f.scope = 'global'
 FROM entities e JOIN facts f ON e.entity_id IN (f.source, f.target)
 UNION ALL
-SELECT e.entity_id, e.name, f.invalid_at, 'fact ended: ' || f.relation, f.description
+SELECT e.entity_id, e.name, f.invalid_at, 'fact ended: ' || f.relation, f.description, f.project,
+    f.scope = 'global'
 FROM entities e JOIN facts f ON e.entity_id IN (f.source, f.target) WHERE f.invalid_at IS NOT NULL
 UNION ALL
-SELECT e.entity_id, e.name, s.ts, 'signal: ' || s.signal, s.text
-FROM entities e JOIN signals s ON s.subject = e.entity_id
+SELECT e.entity_id, e.name, s.ts, 'signal: ' || s.signal, s.text, ss.project, false
+FROM entities e JOIN signals s ON s.subject = e.entity_id LEFT JOIN sessions ss USING (session_id)
 UNION ALL
-SELECT e.entity_id, e.name, o.formed_at, 'opinion', o.statement
+SELECT e.entity_id, e.name, o.formed_at, 'opinion', o.statement, o.project, o.scope = 'global'
 FROM entities e JOIN opinions o ON o.subject = e.entity_id;
 
 -- Every memory with something to say: what recall ranks, and what the embedder embeds.
@@ -70,8 +76,11 @@ memories AS (
         statement, project
     FROM preferences
 )
-SELECT * FROM memories
-WHERE regexp_matches(text, '\S') AND memory_id NOT IN (SELECT memory_id FROM forgotten);
+SELECT * FROM memories m
+WHERE regexp_matches(text, '\S')
+    -- forgotten from a project where it holds: a project cannot hide another's memory
+    AND NOT EXISTS (SELECT 1 FROM forgotten f
+                    WHERE f.memory_id = m.memory_id AND (m.project IS NULL OR f.project = m.project));
 
 -- What the embedder keeps in the vectors: every memory text, with a hash that changes with it.
 CREATE VIEW memory_documents AS
@@ -84,6 +93,13 @@ UNION SELECT fact_id, target FROM facts WHERE target IS NOT NULL
 UNION SELECT episode_id, unnest(entities) FROM episodes
 UNION SELECT observation_id, unnest(about) FROM observations
 UNION SELECT opinion_id, subject FROM opinions WHERE subject IS NOT NULL;
+
+-- What each project may see (project NULL: every project): every memory recall ranks, and every
+-- entity one of them is about.
+CREATE VIEW memory_scopes AS
+SELECT memory_id AS id, project FROM memory_texts
+UNION
+SELECT e.entity_id, m.project FROM memory_entities e JOIN memory_texts m USING (memory_id);
 
 -- Hebbian learning between entities recalled together: each recall that returns memories of
 -- both moves their weight w to w + 0.1 (1 - w), so after n such recalls w = 1 - 0.9^n.

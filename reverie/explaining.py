@@ -1,4 +1,4 @@
-"""`reverie why ID`: where a fact, an entity or an episode comes from.
+"""`reverie why ID`: where a fact, an entity, an episode or another memory comes from.
 
 Reads the projections' snapshot (the thing as memory holds it, and `provenance`: the derived
 events about it and what each came from) and the event log (those events, down to what was
@@ -25,6 +25,7 @@ _TABLES: list[tuple[What, str, str, str]] = [  # what, table, id column, title c
     ("fact", "facts", "fact_id", "description"),
     ("entity", "entities", "entity_id", "name"),
     ("episode", "episodes", "episode_id", "title"),
+    ("memory", "memory_texts", "memory_id", "text"),  # what else recall shows: remembered, a prompt...
 ]
 _EXCERPT = 160
 _DEPTH = 4  # derived events derived from derived events, this far
@@ -34,13 +35,18 @@ class Unknown(LookupError):
     pass
 
 
-def why(settings: Settings, wanted: str) -> Why:
-    """What memory holds under `wanted` (an id, or a prefix of one only), and why. Unknown if
-    no fact, entity, episode or other memory has it, or several do; NoSnapshot before the
-    projector's first snapshot."""
+def why(settings: Settings, wanted: str, project: str | None = None) -> Why:
+    """What memory holds under `wanted` (an id, or a prefix of one only), and why; given a
+    `project`, only of what that project may see (`memory_scopes`). Unknown if no fact, entity,
+    episode or other memory has it, or several do; NoSnapshot before the projector's first
+    snapshot."""
     db = connect(settings, snapshot_required=True)
     try:
         what, table, column, title, ids = _find(db, wanted)
+        if project is not None:
+            ids = [i for i in ids if visible(db, i, project)]
+            if not ids:
+                raise Unknown(f"no memory has the id {wanted!r} in this project ({project})")
         if len(ids) != 1:
             raise Unknown(f"{wanted!r} begins several ids: {', '.join(ids[:5])}; give more of it")
         [id_] = ids
@@ -65,6 +71,12 @@ def _find(db: duckdb.DuckDBPyConnection, wanted: str) -> tuple[What, str, str, s
         "file:… (an entity's type, then its digest) or episode:…; list some with: "
         'reverie sql "SELECT fact_id, description FROM facts LIMIT 20"'
     )
+
+
+def visible(db: duckdb.DuckDBPyConnection, id_: str, project: str) -> bool:
+    """Whether `project` may see the memory or entity `id_`: its own, or one that holds everywhere."""
+    query = "SELECT 1 FROM memory_scopes WHERE id = $id AND (project = $project OR project IS NULL)"
+    return db.execute(query, {"id": id_, "project": project}).fetchone() is not None
 
 
 def _provenance_subjects(db: duckdb.DuckDBPyConnection, wanted: str) -> list[str]:

@@ -121,7 +121,7 @@ def build(settings: Settings, project: str) -> MCPServer:
         entity: Annotated[str, Field(description="an entity's name (a file, a tool, a library...) or id")],
     ) -> str:
         """Everything that happened to an entity, oldest first: first seen, facts, ends, signals."""
-        return _timeline(settings, entity)
+        return timeline(settings, entity, project)
 
     @server.tool()
     def memory_forget(
@@ -136,14 +136,16 @@ def build(settings: Settings, project: str) -> MCPServer:
         return f"Forgotten: {id} is hidden from recall from now on (event {done.event_id})"
 
     @server.tool()
-    def memory_why(id: Annotated[str, Field(description="a fact's, an entity's or an episode's id")]) -> str:
+    def memory_why(
+        id: Annotated[str, Field(description="a memory's id, as memory_recall shows it, or an entity's")],
+    ) -> str:
         """Where a memory comes from: the derived events that made and changed it, and the
         events and transcript lines they came from (JSON)."""
         from projections.sql import NoSnapshot
         from reverie.explaining import Unknown, why
 
         try:
-            answer = why(settings, id)
+            answer = why(settings, id, project)
         except (Unknown, NoSnapshot) as e:
             raise ToolError(str(e)) from None
         import msgspec
@@ -222,7 +224,9 @@ def _reflected(query: str, found: Any) -> str:
     return "\n".join(parts)
 
 
-def _timeline(settings: Settings, entity: str) -> str:
+def timeline(settings: Settings, entity: str, project: str) -> str:
+    """The entity's timeline as `project` may see it: its rows and those that hold everywhere,
+    and its first sighting if any of them is there."""
     from projections.sql import NoSnapshot, connect
 
     try:
@@ -232,16 +236,19 @@ def _timeline(settings: Settings, entity: str) -> str:
     try:
         rows = db.execute(
             """
-            SELECT name, happened_at, what, detail FROM entity_timeline
-            WHERE entity_id = $e OR lower(name) = lower($e)
+            WITH named AS (SELECT * FROM entity_timeline WHERE entity_id = $e OR lower(name) = lower($e)),
+            here AS (SELECT * FROM named WHERE everywhere OR project = $project)
+            SELECT name, happened_at, what, detail FROM named
+            WHERE entity_id IN (SELECT entity_id FROM here)
+                AND (everywhere OR project = $project OR what = 'first seen')
             ORDER BY happened_at NULLS LAST LIMIT 200
             """,
-            {"e": entity},
+            {"e": entity, "project": project},
         ).fetchall()
     finally:
         db.close()
     if not rows:
-        raise ToolError(f"no entity is called {entity!r}: try memory_recall to find its name")
+        raise ToolError(f"no entity is called {entity!r} in this project: try memory_recall to find its name")
     return "\n".join(f"{at:%Y-%m-%d %H:%M} {what}: {detail or name}" for name, at, what, detail in rows if at)
 
 

@@ -73,9 +73,29 @@ def forget(settings: Settings, memory_id: str, reason: str, *, project: str, sou
     """Record that the memory `memory_id` is to be forgotten, and why."""
     if not memory_id.strip():
         raise ValueError("which memory? give the id recall shows for it")
+    _held_here(settings, memory_id.strip(), project)
     payload = MemoryForgotten(memory_id=memory_id.strip(), reason=reason.strip() or "no reason given")
     event_id, data = encode(kinds.MEMORY_FORGOTTEN, payload, project=project, source=source)
     return Recorded(event_id, _deliver(settings, event_id, data), project)
+
+
+def _held_here(settings: Settings, memory_id: str, project: str) -> None:
+    """ValueError if the newest snapshot knows the memory, but not in `project` nor everywhere.
+    One it does not know yet (remembered a moment ago) is taken on trust: a project's request
+    never hides another project's memory anyway (the view memory_texts)."""
+    from projections.sql import NoSnapshot, connect
+
+    try:
+        db = connect(settings, snapshot_required=True)
+    except NoSnapshot:
+        return
+    try:
+        query = "SELECT project FROM memory_texts WHERE memory_id = $id"
+        holders = [row[0] for row in db.execute(query, {"id": memory_id}).fetchall()]
+    finally:
+        db.close()
+    if holders and not any(holder in (None, project) for holder in holders):
+        raise ValueError(f"no memory has the id {memory_id!r} in this project ({project})")
 
 
 def _deliver(settings: Settings, event_id: str, data: bytes) -> str:

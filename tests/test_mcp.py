@@ -87,6 +87,10 @@ def test_every_tool_through_the_sdk_client_and_no_memory_crosses_projects(
             )
             assert not failed and "for this project" in said, said
             failed, said = await text_of(
+                session, "memory_remember", {"text": "The deploy bucket is called heron"}
+            )
+            assert not failed, said
+            failed, said = await text_of(
                 session, "memory_remember", {"text": "Pin the linters' versions in CI", "global": True}
             )
             assert not failed and "as deployment for every project" in said, said  # told by "CI"
@@ -105,6 +109,15 @@ def test_every_tool_through_the_sdk_client_and_no_memory_crosses_projects(
                 and "Anti-pattern (it failed): The staging cluster is called kestrel" in line
             )
             memory_id = line.rsplit("id: ", 1)[1]
+
+            async def heron_in(session: ClientSession) -> str | None:
+                _, said = await text_of(session, "memory_recall", {"query": "what is the deploy bucket?"})
+                return next((line for line in said.splitlines() if "heron" in line), None)
+
+            found_heron = await until(lambda: heron_in(session), "the app's other memory recalled")
+            heron_id = found_heron.rsplit("id: ", 1)[1]
+            failed, said = await text_of(session, "memory_why", {"id": heron_id})
+            assert not failed and "heron" in said, said
 
             failed, said = await text_of(session, "memory_reflect", {"query": "staging cluster"})
             assert not failed and "remembered" in said and "kestrel" in said, said
@@ -131,6 +144,14 @@ def test_every_tool_through_the_sdk_client_and_no_memory_crosses_projects(
             assert "kestrel" not in everywhere
             failed, said = await text_of(session, "memory_recall", {"query": "staging cluster kestrel"})
             assert not failed and "kestrel" not in said  # the other project's, never this one's
+            failed, said = await text_of(session, "memory_why", {"id": heron_id})
+            assert failed and "in this project" in said and "heron" not in said.replace(heron_id, ""), said
+            failed, said = await text_of(session, "memory_forget", {"id": heron_id, "reason": "not mine"})
+            assert failed and "in this project" in said, said
+
+        async with reverie_mcp(env, app) as session:
+            _, said = await text_of(session, "memory_recall", {"query": "what is the deploy bucket?"})
+            assert "heron" in said  # the other project's request to forget it changed nothing
 
     anyio.run(scenario)
     [(source, scope)] = stack.query(

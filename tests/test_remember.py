@@ -5,6 +5,7 @@ import json
 import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -96,6 +97,91 @@ def test_what_is_remembered_for_every_project_has_none_and_what_is_forgotten_lea
     with sql.connect(settings) as db:
         assert [m for m, _, _ in db.execute(remembered).fetchall()] == [second]
         assert db.execute("select reason, source from forgotten").fetchall() == [("x", "cli")]
+    folding.close()
+
+
+def test_a_project_can_forget_only_what_it_sees_and_sees_only_its_own_and_global_memories(
+    settings: Settings,
+) -> None:
+    from schemas.memory import EntityObserved, FactAsserted
+
+    folding = Folding(settings)
+    at = datetime(2026, 11, 1, tzinfo=UTC)
+
+    def event(n: int, kind: str, payload: Any, project: str) -> Event:
+        derived = kind not in (kinds.MEMORY_REMEMBERED, kinds.MEMORY_FORGOTTEN)  # (from memory 1)
+        return make_event(
+            kind,
+            payload,
+            id=f"01M9{n:022d}",
+            ts=at,
+            recorded_at=at,
+            project=project,
+            source="extractor" if derived else "mcp",
+            caused_by=(memory(1),) if derived else (),
+        )
+
+    def memory(n: int) -> str:
+        return f"01M9{n:022d}"
+
+    folding.fold(
+        [
+            event(
+                1, kinds.MEMORY_REMEMBERED, MemoryRemembered(text="kestrel is the staging cluster"), "/app"
+            ),
+            event(2, kinds.MEMORY_REMEMBERED, MemoryRemembered(text="pin linters", scope="global"), "/app"),
+            event(
+                7,
+                kinds.ENTITY_OBSERVED,
+                EntityObserved(
+                    entity_id="lib:duckdb", type="library", name="DuckDB", normalized_name="duckdb"
+                ),
+                "/app",
+            ),
+            event(
+                3,
+                kinds.FACT_ASSERTED,
+                FactAsserted(
+                    fact_id="f-app", source="lib:duckdb", relation="uses", description="app uses DuckDB"
+                ),
+                "/app",
+            ),
+            event(
+                4,
+                kinds.FACT_ASSERTED,
+                FactAsserted(
+                    fact_id="f-ops", source="lib:duckdb", relation="uses", description="ops uses DuckDB"
+                ),
+                "/ops",
+            ),
+        ]
+    )
+    with sql.connect(settings) as db:
+        scopes = set(db.execute("select id, project from memory_scopes").fetchall())
+        assert {(memory(1), "/app"), (memory(2), None), ("f-app", "/app"), ("f-ops", "/ops")} <= scopes
+        timeline = db.execute(
+            "select detail, project, everywhere from entity_timeline where what like 'fact:%' order by 1"
+        ).fetchall()
+        assert timeline == [("app uses DuckDB", "/app", False), ("ops uses DuckDB", "/ops", False)]
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from reverie.mcp_server import timeline as told
+
+    assert "ops uses DuckDB" in told(settings, "duckdb", "/ops") and "app uses" not in told(
+        settings, "duckdb", "/ops"
+    )
+    assert "first seen" in told(settings, "DuckDB", "/app")
+    with pytest.raises(ToolError, match="in this project"):
+        told(settings, "DuckDB", "/elsewhere")
+    folding.fold(
+        [
+            event(5, kinds.MEMORY_FORGOTTEN, MemoryForgotten(memory_id=memory(1), reason="not mine"), "/ops"),
+            event(6, kinds.MEMORY_FORGOTTEN, MemoryForgotten(memory_id=memory(2), reason="outdated"), "/ops"),
+        ]
+    )
+    remembered = "select memory_id from memory_texts where kind = 'remembered'"
+    with sql.connect(settings) as db:
+        assert db.execute(remembered).fetchall() == [(memory(1),)]  # the global one went, /app's stays
     folding.close()
 
 

@@ -13,8 +13,9 @@ CREATE TABLE activation_log (  -- activation.recorded events, and each memory a 
     event_id VARCHAR, memory_id VARCHAR, activated_at TIMESTAMPTZ, cause VARCHAR, weight DOUBLE,
     PRIMARY KEY (event_id, memory_id)
 );
-CREATE TABLE forgotten (       -- hidden from recall; the memory itself is kept
-    event_id VARCHAR PRIMARY KEY, memory_id VARCHAR, ts TIMESTAMPTZ, reason VARCHAR, source VARCHAR
+CREATE TABLE forgotten (       -- hidden from recall where it was asked; the memory itself is kept
+    event_id VARCHAR PRIMARY KEY, memory_id VARCHAR, ts TIMESTAMPTZ, reason VARCHAR, source VARCHAR,
+    project VARCHAR
 );
 CREATE TABLE tiers (memory_id VARCHAR PRIMARY KEY, tier VARCHAR, since TIMESTAMPTZ, updated_by VARCHAR);
 CREATE TABLE communities (
@@ -48,7 +49,7 @@ FOLDS: list[tuple[str, str]] = [
     (
         "forgotten",
         f"""
-        INSERT INTO forgotten SELECT id, payload->>'memory_id', ts, payload->>'reason', source
+        INSERT INTO forgotten SELECT id, payload->>'memory_id', ts, payload->>'reason', source, project
         FROM batch WHERE kind = '{kinds.MEMORY_FORGOTTEN}'
         """,
     ),
