@@ -55,11 +55,12 @@ def store(sources: Iterable[str], path: str | None = None) -> str | None:
     path = path or _CACHE
     entries = _read(path)  # as it is now: what other processes stored meanwhile stays
     try:
-        for source in sources:
-            if source not in entries:
-                entries[source] = marshal.dumps(_entry(source))
+        new = {source: marshal.dumps(_entry(source)) for source in sources if source not in entries}
     except (AttributeError, TypeError, ValueError):  # another Python's `re` internals: no cache
         return None
+    if not new:
+        return path
+    entries.update(new)
     temporary = f"{path}.{os.getpid()}"
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)

@@ -15,13 +15,17 @@ data directory's connection file, never in a command (reverie/installing.py: `pl
 file is recorded for the plugin, so uninstalling a scope leaves it.
 """
 
+import hashlib
 import json
 import os
 import shlex
 import shutil
 import sys
+import tempfile
+import time
 from typing import Any
 
+from ingest.envelope import compile_patterns
 from reverie import installing
 from schemas.files import private_directory
 from schemas.settings import Settings
@@ -45,20 +49,66 @@ def _write_json(path: str, value: dict[str, Any]) -> None:
 
 
 def write_plugin(settings: Settings) -> str:
-    """The plugin folder, written anew for the reverie installed now; its path."""
-    folder = os.path.join(settings.home, "claude-code", "plugin")
-    private_directory(os.path.dirname(folder), create=True)
-    shutil.rmtree(folder, ignore_errors=True)
-    _write_json(
-        os.path.join(folder, ".claude-plugin", "plugin.json"),
-        {"name": NAME, "version": _version(), "description": _DESCRIPTION, "author": {"name": "reverie"}},
-    )
+    """The plugin folder for the reverie installed now; its path.
+
+    Claude Code runs this at each session's start, so two sessions may run it at once, while a
+    third copies the folder: a folder is never changed once its path is printed. Each content
+    has its own folder, named by its digest, built under a temporary name and renamed into place
+    whole (a rename onto a folder that exists fails: the same content is there already). Other
+    contents' folders, and what a killed run left, go once they are an hour old."""
+    parent = os.path.join(settings.home, "claude-code", "plugins")
+    private_directory(parent, create=True)
+    files = _plugin_files()
+    digest = _digest(files)
+    folder = os.path.join(parent, digest)
+    if not os.path.isdir(folder):
+        building = tempfile.mkdtemp(prefix=".building-", dir=parent)
+        for name, value in files.items():
+            _write_json(os.path.join(building, name), value)
+        shutil.copytree(_COMMANDS, os.path.join(building, "commands"))
+        try:
+            os.rename(building, folder)
+        except OSError:  # another run put the same folder in place first
+            shutil.rmtree(building, ignore_errors=True)
+    _remove_old(parent, keep=digest)
+    return folder
+
+
+def _plugin_files() -> dict[str, dict[str, Any]]:
     inline = installing.placement("user", os.environ).inline
     hooks = installing.with_hooks({}, inline)["hooks"]
-    _write_json(os.path.join(folder, "hooks", "hooks.json"), {"description": _DESCRIPTION, "hooks": hooks})
-    _write_json(os.path.join(folder, ".mcp.json"), {"mcpServers": {NAME: installing.mcp_server(inline)}})
-    shutil.copytree(_COMMANDS, os.path.join(folder, "commands"))
-    return folder
+    return {
+        ".claude-plugin/plugin.json": {
+            "name": NAME,
+            "version": _version(),
+            "description": _DESCRIPTION,
+            "author": {"name": "reverie"},
+        },
+        "hooks/hooks.json": {"description": _DESCRIPTION, "hooks": hooks},
+        ".mcp.json": {"mcpServers": {NAME: installing.mcp_server(inline)}},
+    }
+
+
+def _digest(files: dict[str, dict[str, Any]]) -> str:
+    """What names a content: its files and the slash commands copied beside them."""
+    content = hashlib.sha256(json.dumps(files, sort_keys=True).encode())
+    for name in sorted(os.listdir(_COMMANDS)):
+        with open(os.path.join(_COMMANDS, name), "rb") as f:
+            content.update(name.encode() + b"\0" + f.read())
+    return content.hexdigest()[:16]
+
+
+_OLD_AFTER_S = 3600.0
+
+
+def _remove_old(parent: str, keep: str) -> None:
+    old = time.time() - _OLD_AFTER_S
+    for entry in os.scandir(parent):
+        try:
+            if entry.name != keep and entry.stat(follow_symlinks=False).st_mtime < old:
+                shutil.rmtree(entry.path, ignore_errors=True)
+        except FileNotFoundError:  # another run removed it first
+            continue
 
 
 def write_marketplace(settings: Settings) -> str:
@@ -90,6 +140,7 @@ def write_marketplace(settings: Settings) -> str:
 
 def plugin_command() -> int:
     """`reverie claude-code plugin`: write the plugin folder and print its path (one line)."""
+    compile_patterns()  # for its hooks, as `reverie install` does (nothing, once done)
     sys.stdout.write(write_plugin(Settings.from_env()) + "\n")
     return 0
 

@@ -328,3 +328,36 @@ def test_status_says_where_the_connection_comes_from_and_hides_the_password(user
     assert "redis://:***@127.0.0.1:1/0 (UNREACHABLE)" in shown.stdout
     assert "connection.env: REDIS_URL, REVERIE_RECALL_TOKEN" in " ".join(shown.stdout.split())
     assert PASSWORD not in shown.stdout + shown.stderr and TOKEN not in shown.stdout + shown.stderr
+
+
+def test_sessions_starting_at_once_each_get_the_whole_plugin_and_old_folders_go(user: dict[str, Any]) -> None:
+    """Claude Code runs the marketplace's command at each session's start: runs at once must
+    never show a reader a folder half written, nor one that another run takes away."""
+    plugins = Path(Settings.from_env(user["env"]).home) / "claude-code" / "plugins"
+    plugins.mkdir(parents=True)
+    for left in (plugins / ".building-killed", plugins / "0123456789abcdef"):  # a crash's, an older version's
+        (left / "hooks").mkdir(parents=True)
+        os.utime(left, (0, 0))
+    runs = [
+        subprocess.Popen(
+            [*REVERIE, "claude-code", "plugin"], env=user["env"], stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(6)
+    ]
+    printed = {run.communicate(timeout=60)[0].strip() for run in runs}
+    assert all(run.returncode == 0 for run in runs)
+    [folder] = printed
+    assert sorted(p.name for p in plugins.iterdir()) == [Path(folder).name]
+    files = {str(p.relative_to(folder)) for p in Path(folder).rglob("*") if p.is_file()}
+    assert files == {
+        ".claude-plugin/plugin.json",
+        "hooks/hooks.json",
+        ".mcp.json",
+        "commands/recall.md",
+        "commands/remember.md",
+    }
+    hooks = json.loads((Path(folder) / "hooks" / "hooks.json").read_text())["hooks"]
+    assert set(hooks) == set(HOOK_KINDS)
+    assert (
+        reverie(user, "claude-code", "plugin").stdout.strip() == folder
+    )  # the same content, the same folder
