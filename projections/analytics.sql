@@ -13,6 +13,33 @@ SELECT date_trunc('day', ts) AS day, project, tool, count(*) AS uses,
 FROM tool_uses
 GROUP BY ALL;
 
+-- Each fact's tier (workers/dynamics/lifecycle.py): long_term once promoted (3+ sessions), working
+-- while less than a day old, else short_term; expired: forgotten (hidden from recall, kept).
+CREATE VIEW memory_tiers AS
+SELECT f.fact_id AS memory_id, f.project,
+    CASE WHEN f.expired_at IS NOT NULL THEN 'expired'
+        WHEN t.tier IS NOT NULL THEN t.tier
+        WHEN f.created_at > now() - INTERVAL 1 DAY THEN 'working'
+        ELSE 'short_term' END AS tier,
+    coalesce(t.since, f.created_at) AS since
+FROM facts f LEFT JOIN tiers t ON t.memory_id = f.fact_id;
+
+-- Each month's mood per project: its signals' sentiment (-1 furious .. 0 calm), and how often
+-- frustration rose (HORA's trend rule) or the user corrected the agent.
+CREATE VIEW monthly_sentiment AS
+SELECT date_trunc('month', s.ts) AS month, ss.project, count(*) AS signals,
+    avg(s.sentiment) AS average_sentiment,
+    count(*) FILTER (s.signal = 'frustration') AS frustrations,
+    count(*) FILTER (s.signal = 'correction') AS corrections
+FROM signals s LEFT JOIN sessions ss USING (session_id)
+GROUP BY ALL;
+
+CREATE VIEW monthly_tool_usage AS
+SELECT date_trunc('month', ts) AS month, project, tool, count(*) AS uses,
+    count(*) FILTER (outcome = 'error') AS errors, count(DISTINCT session_id) AS sessions
+FROM tool_uses
+GROUP BY ALL;
+
 -- Everything that happened to an entity (sort by happened_at for its story).
 -- project: where a row holds (that of its fact, opinion or signal's session); everywhere: a
 -- global fact's or opinion's. An entity's first sighting belongs to no project: it is shown

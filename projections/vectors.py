@@ -176,6 +176,19 @@ class Vectors:
         return query.rerank(RRFReranker()).limit(limit).to_arrow()
 
 
+def chunk_vectors(path: str, memory_ids: list[str]) -> pa.Table:
+    """(memory_id, vector) of the chunks of these memories, read without writing anything (an
+    empty table when the embedder has made none yet)."""
+    import lancedb
+
+    empty = pa.table({"memory_id": pa.array([], pa.string())})
+    if not memory_ids or not os.path.isdir(os.path.join(path, f"{TABLE}.lance")):
+        return empty
+    table = lancedb.connect(path).open_table(TABLE)
+    query = table.search().where(f"memory_id IN ({', '.join(map(string_literal, memory_ids))})")
+    return query.select(["memory_id", "vector"]).limit(None).to_arrow()
+
+
 def vector_matrix(rows: pa.Table) -> npt.NDArray[np.float32]:
     """The `vector` column of `rows` as a matrix, a row each."""
     dim = rows.schema.field("vector").type.list_size

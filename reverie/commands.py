@@ -7,6 +7,7 @@ import typing
 from schemas.categories import CATEGORIES
 from schemas.kinds import HOOK_KINDS
 from schemas.memory import Category
+from workers.dynamics import SCHEDULED
 
 FACT_CATEGORIES: tuple[str, ...] = typing.get_args(Category)
 
@@ -251,7 +252,40 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="sync with the last published snapshot, with a progress bar, then exit",
     )
+    reflect = sub.add_parser(
+        "reflect",
+        help="form an opinion on QUERY from what memory holds, with the evidence for and against",
+        description="Recalls what memory holds on QUERY in this project, then weighs it: each memory "
+        "supports or contradicts, weighted by how well it matches, how strong, recent and confident it "
+        "is. The project's disposition shapes it: `.reverie.toml` at its root, table [reflect]: "
+        "skepticism, literalism, empathy (1 to 5, default 3) and background (text). With extraction's "
+        "LLM configured (settings.toml [llm]), the model words and weighs the same evidence, within its "
+        "daily budget. The opinion is recorded (opinion.formed, then opinion.revised as evidence "
+        "changes); above 0.9 it is flagged for CLAUDE.md's memory section.",
+    )
+    reflect.add_argument("query", nargs="+", help="the question, e.g. should we keep using DuckDB")
+    reflect.add_argument("--project", help="the project's root folder (default: the current folder's)")
+    reflect.add_argument("--json", action="store_true", help="print the opinion and its evidence as JSON")
     sub.add_parser("worker", help="(Procfile) run an RQ worker for reverie's jobs")
+    sub.add_parser(
+        "scheduler", help="(Procfile) enqueue memory's scheduled jobs at their intervals (RQ's cron)"
+    )
+    think = sub.add_parser(
+        "think",
+        help="run memory's scheduled jobs now: lifecycle, dream, communities, decay",
+        description="Each runs every 6 hours anyway (`reverie scheduler`, RQ's cron). The lifecycle "
+        "promotes facts used in 3+ sessions to long-term memory, archives sessions idle for 30 days and "
+        "expires facts whose ACT-R activation fell below -2.0 (hidden from recall, kept: --as-of still "
+        "finds them). The dream cycle consolidates the last 7 days' episodes. Communities group entities "
+        "by label propagation. Decay judges each recall (used or not), which FSRS stability follows. "
+        "Each derives events, the same ones however often it runs.",
+    )
+    think.add_argument(
+        "job", nargs="?", choices=[*SCHEDULED, "all"], default="all", help="which (default: all)"
+    )
+    think.add_argument(
+        "--now", action="store_true", help="run in this process instead of waiting for a worker to run it"
+    )
     return parser
 
 
@@ -345,6 +379,15 @@ def run(argv: list[str]) -> int:
 
         do = installing.install if args.command == "install" else installing.uninstall
         return do(args.scope, args.dry_run)
+    if args.command == "reflect":
+        from reverie import recalling, reflecting, remembering
+
+        project = recalling.project_named(args.project) or remembering.current_project()
+        return reflecting.reflect_command(" ".join(args.query), project, args.json)
+    if args.command == "think":
+        from reverie import thinking
+
+        return thinking.think(args.job, here=args.now)
     if args.command == "import":
         from reverie import importing
 
@@ -376,4 +419,6 @@ def run(argv: list[str]) -> int:
             return stack.serve()
         case "worker":
             return stack.worker()
+        case "scheduler":
+            return stack.scheduler()
     raise AssertionError(args.command)  # argparse accepts only the commands above

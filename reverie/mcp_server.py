@@ -6,8 +6,8 @@ Six tools, each answered for the project of the folder Claude Code starts the se
 - memory_recall: the memories that matter for a query, tagged by where they were found;
 - memory_remember: remember a decision, a way that worked or an anti-pattern, for an agent or
   for every project;
-- memory_reflect: what memory holds on a question, gathered by kind (a recall and a summary,
-  until reflection forms opinions);
+- memory_reflect: an opinion on a question, weighed from the evidence memory holds for and
+  against it (reverie/reflecting.py), recorded and revised as evidence changes;
 - memory_timeline: everything that happened to an entity, in time order;
 - memory_forget: hide a memory from recall (an event: nothing is deleted);
 - memory_why: where a fact, an entity or an episode comes from, down to the transcript's line.
@@ -111,10 +111,15 @@ def build(settings: Settings, project: str) -> MCPServer:
 
     @server.tool()
     def memory_reflect(query: Annotated[str, Field(description="the question to reflect on")]) -> str:
-        """What memory holds on `query`, gathered by kind (facts, episodes, remembered...), with
-        how many memories say so and how recent they are."""
-        request = RecallRequest(prompt=query, project=project, limit=20, dedup=True)
-        return _reflected(query, _recall(settings, request))
+        """An opinion on `query` from what memory holds, with its confidence and the evidence for
+        and against it (contradictions surfaced); recorded, and revised as evidence changes."""
+        from reverie.recalling import RecallFailed
+        from reverie.reflecting import BadDisposition, reflection, shown
+
+        try:
+            return shown(reflection(settings, query, project, kinds.SOURCE_MCP))
+        except (RecallFailed, BadDisposition) as e:
+            raise ToolError(str(e)) from None
 
     @server.tool()
     def memory_timeline(
@@ -207,21 +212,6 @@ def _listed(found: Any, budget: int) -> str:
         lines.append(line)
         used += len(line) + 1
     return "\n".join(lines)
-
-
-def _reflected(query: str, found: Any) -> str:
-    if not found.results:
-        return f"Memory holds nothing on {query!r}."
-    by_kind: dict[str, list[Any]] = {}
-    for r in found.results:
-        by_kind.setdefault(r.kind, []).append(r)
-    dated = [r.ts for r in found.results if r.ts]
-    span = f", from {min(dated):%Y-%m-%d} to {max(dated):%Y-%m-%d}" if dated else ""
-    parts = [f"On {query!r}, memory holds {len(found.results)} memories{span}:"]
-    for kind, results in sorted(by_kind.items(), key=lambda kv: -len(kv[1])):
-        parts.append(f"- {len(results)} {kind}{'s' if len(results) > 1 else ''}, the strongest:")
-        parts += [f"  - {' '.join(r.text.split())[:300]} (id: {r.memory_id})" for r in results[:3]]
-    return "\n".join(parts)
 
 
 def timeline(settings: Settings, entity: str, project: str) -> str:

@@ -66,7 +66,7 @@ def remember(
     event_id, data = encode(
         kinds.MEMORY_REMEMBERED, payload, project=project, source=source, session_id=session_id, agent=agent
     )
-    return Recorded(event_id, _deliver(settings, event_id, data), project, category, cut)
+    return Recorded(event_id, deliver(settings, event_id, data), project, category, cut)
 
 
 def forget(settings: Settings, memory_id: str, reason: str, *, project: str, source: str) -> Recorded:
@@ -76,7 +76,7 @@ def forget(settings: Settings, memory_id: str, reason: str, *, project: str, sou
     _held_here(settings, memory_id.strip(), project)
     payload = MemoryForgotten(memory_id=memory_id.strip(), reason=reason.strip() or "no reason given")
     event_id, data = encode(kinds.MEMORY_FORGOTTEN, payload, project=project, source=source)
-    return Recorded(event_id, _deliver(settings, event_id, data), project)
+    return Recorded(event_id, deliver(settings, event_id, data), project)
 
 
 def _held_here(settings: Settings, memory_id: str, project: str) -> None:
@@ -98,7 +98,7 @@ def _held_here(settings: Settings, memory_id: str, project: str) -> None:
         raise ValueError(f"no memory has the id {memory_id!r} in this project ({project})")
 
 
-def _deliver(settings: Settings, event_id: str, data: bytes) -> str:
+def deliver(settings: Settings, event_id: str, data: bytes) -> str:
     import redis  # here: the MCP server starts faster without it
 
     from workers.redis_client import connect

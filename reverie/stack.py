@@ -6,7 +6,8 @@ import subprocess
 import sys
 import threading
 import time
-from typing import TYPE_CHECKING
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -15,6 +16,7 @@ from schemas.settings import Settings
 
 if TYPE_CHECKING:
     from projections.event_log import Quarantined
+    from workers.dynamics.schedule import JobState
     from workers.status import StackStatus
 
 BACKGROUND_NICENESS = 10  # the projector's, the embedder's and the RQ workers' (see _in_background)
@@ -121,6 +123,8 @@ def status(as_json: bool) -> int:
         ("workers", ", ".join(f"{w.name} ({w.state})" for w in state.workers) or "none alive"),
         ("failed jobs", _failed(state)),
         ("llm extraction", f"{escape(state.llm)}; {state.llm_tokens_today:,} tokens spent today"),
+        *((f"job {job.name}", _scheduled(job)) for job in state.scheduled),
+        ("memory health", _health(state.memory_health)),
     ]
     if os.path.exists(settings.connection_file):
         rows.append(("connection", _connection(settings)))
@@ -139,6 +143,42 @@ def status(as_json: bool) -> int:
         table.add_row(f"[bold]{name}[/]", value)
     out.print(table)
     return 0 if state.reachable else 1
+
+
+def _scheduled(job: "JobState") -> str:
+    from rich.markup import escape
+
+    every = f"cron {job.cron}"
+    if job.last_run is None:
+        said = f"{every}; not run yet" + (f", next {_when(job.next_run)}" if job.next_run else "")
+    else:
+        outcome = job.last_status or "expired"
+        said = f"{every}; last {_when(job.last_run)} ({outcome}), next {_when(job.next_run)}"
+    if job.last_error:
+        said += f"; [bold red]last error[/]: {escape(job.last_error)}"
+    return said
+
+
+def _when(at: datetime | None) -> str:
+    if at is None:
+        return "unknown"
+    seconds = (at - datetime.now(UTC)).total_seconds()
+    span = f"{abs(seconds) / 3600:.1f} h" if abs(seconds) >= 3600 else f"{abs(seconds) / 60:.0f} min"
+    return f"in {span}" if seconds > 0 else f"{span} ago"
+
+
+def _health(health: dict[str, Any]) -> str:
+    if not health:
+        return "no snapshot yet"
+    return ", ".join(f"{name} {_shown(value)}" for name, value in health.items())
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.3g}"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {v}" for k, v in value.items()) + "}"
+    return str(value)
 
 
 def _connection(settings: Settings) -> str:
@@ -305,6 +345,14 @@ def replay() -> int:
         progress.update(task, completed=total)
     out.print(f"replayed {folded} events into a fresh store, now current")
     return 0
+
+
+def scheduler() -> int:
+    from workers.dynamics.schedule import run_scheduler
+    from workers.logs import configure_logging
+
+    configure_logging(json=True)
+    return run_scheduler(Settings.from_env())
 
 
 def worker() -> int:

@@ -94,10 +94,12 @@ class FactReconsolidated(msgspec.Struct, kw_only=True):
 
 
 class FactExpired(msgspec.Struct, kw_only=True):
-    """Forgotten: no longer recalled (the fact's history stays in the log)."""
+    """Forgotten: no longer recalled (the fact's history stays in the log, and `facts_as_of`
+    still finds it before then)."""
 
     fact_id: str
     reason: str = ""
+    duplicate_of: str | None = None  # the fact it repeats word for word, which stands for it
 
 
 class EpisodeRecorded(msgspec.Struct, kw_only=True):
@@ -123,7 +125,7 @@ class EpisodeConsolidated(msgspec.Struct, kw_only=True):
 
 class SignalDetected(msgspec.Struct, kw_only=True):
     signal_id: str
-    signal: Literal["correction", "preference", "frustration", "praise", "confusion", "decision"]
+    signal: Literal["correction", "preference", "principle", "frustration", "praise", "confusion", "decision"]
     text: str
     subject: str | None = None  # entity_id
     sentiment: Sentiment = 0.0
@@ -160,14 +162,19 @@ class ActivationRecorded(msgspec.Struct, kw_only=True):
 
     memory_id: str
     at: datetime
-    cause: Literal["retrieved", "used", "reinforced", "co_retrieved"] = "retrieved"
+    # used, failed: whether a recall at `at` helped (workers/dynamics/decay.py); FSRS follows it
+    cause: Literal["retrieved", "used", "failed", "reinforced", "co_retrieved"] = "retrieved"
     weight: float = 1.0
 
 
 class CommunityDetected(msgspec.Struct, kw_only=True):
+    """A community of entities, as label propagation last found it (no members: dissolved)."""
+
     community_id: str
     members: list[str]  # entity_ids
-    label: str = ""
+    label: str = ""  # its hub's name
+    hub: str | None = None  # the member with the most connections
+    facts: list[str] = []  # the facts between its members
 
 
 class OpinionFormed(msgspec.Struct, kw_only=True):

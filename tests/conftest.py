@@ -93,18 +93,24 @@ RECORDED = f"source IN ('{kinds.SOURCE_CLAUDE_CODE}', '{kinds.SOURCE_IMPORT}')"
 class Stack:
     """`reverie up` as a real process tree: embedded server, dispatcher, RQ worker."""
 
-    def __init__(self, env: dict[str, str], settings: Settings) -> None:
+    def __init__(self, env: dict[str, str], settings: Settings, workers: int = 1) -> None:
         self.env = env
         self.settings = settings
+        self.workers = workers
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> "Stack":
         from workers.status import stack_status
 
         with open(os.path.join(self.settings.home, "up.log"), "ab") as log:
-            self.process = subprocess.Popen([str(BIN), "up"], env=self.env, stdout=log, stderr=log)
+            command = [str(BIN), "up", "--workers", str(self.workers)]
+            self.process = subprocess.Popen(command, env=self.env, stdout=log, stderr=log)
         wait_for(
-            lambda: (s := stack_status(self.settings)).reachable and s.dispatchers and s.workers,
+            lambda: (
+                (s := stack_status(self.settings)).reachable
+                and s.dispatchers
+                and len(s.workers) == self.workers
+            ),
             timeout=60,
             what="the stack to come up",
         )

@@ -28,6 +28,7 @@ def test_with_a_shared_redis_there_is_no_embedded_server() -> None:
         "projector",
         "embedder",
         "recall",
+        "scheduler",
         "worker.1",
         "worker.2",
         "worker.3",

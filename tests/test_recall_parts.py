@@ -122,9 +122,22 @@ def test_spaced_uses_make_memories_last() -> None:
     day = scoring.DAY_S
     crammed = scoring.stability_days([10 * day, 10 * day - 60, 10 * day - 120])
     spaced = scoring.stability_days([10 * day, 6 * day, day])
-    assert spaced > crammed == 1.0
+    assert spaced > crammed == pytest.approx(1.0, abs=1e-4)  # crammed: nothing was forgotten meanwhile
     assert scoring.retrievability(0, 1.0) == 1.0
     assert scoring.retrievability(10, spaced) > scoring.retrievability(10, crammed)
+
+
+def test_fsrs_stability_grows_after_a_recall_that_helped_and_falls_after_one_that_did_not() -> None:
+    assert scoring.stability_after(10.0, 0.5, success=True) == pytest.approx(10.5)
+    assert scoring.stability_after(10.0, 1.0, success=True) == 10.0  # nothing was forgotten
+    assert scoring.stability_after(10.0, 0.5, success=False) == 8.0
+    day = scoring.DAY_S
+    uses = [10 * day, 6 * day, day]
+    helped, failed = scoring.stability_days(uses), scoring.stability_days(uses, failed_s=[day])
+    r = scoring.retrievability(4, 1.0)
+    first = 1.0 * (1 + 0.1 * (1 - r))
+    assert helped == pytest.approx(first * (1 + 0.1 * (1 - scoring.retrievability(5, first))))
+    assert failed == pytest.approx(0.8 * first)
 
 
 def test_recency_halves_in_about_two_months() -> None:
@@ -205,3 +218,12 @@ def test_only_global_memories_made_elsewhere_are_weighed_by_how_related_their_pr
     assert factors == {"g-api": pytest.approx(0.8), "g-game": 0.5}  # the relation is read from /app
     assert weighed == {**relevance, "g-api": pytest.approx(0.8), "g-game": 0.5}
     assert _by_origin(relevance, None, kinship) == (relevance, {})  # all projects: nobody asks
+
+
+def test_activation_on_days_follows_the_seeds_worked_examples() -> None:
+    assert round(scoring.activation_days([0, 3, 10]), 3) == 0.638  # a use today counts a day old
+    # the seed says -1.904 for one use 45 days ago; the formula gives -0.5 ln 45 = -1.9033
+    assert round(scoring.activation_days([45]), 3) == -1.903
+    assert scoring.activation_days([45], emotional=True) == pytest.approx(-0.5 * math.log(45) + math.log(1.5))
+    assert scoring.decay_factor(-2.0) == 0.5
+    assert scoring.decay_factor(-3.0) < 0.5 < scoring.decay_factor(0.638)

@@ -29,6 +29,7 @@ from schemas.kinds import SESSION_ENDED
 from schemas.registry import DERIVED_KINDS
 from schemas.settings import GROUP, QUEUE, STREAM, Settings
 from workers import jobs
+from workers.dynamics import jobs as dynamics
 from workers.logs import quarantine_logger
 
 log = structlog.get_logger("reverie.dispatcher")
@@ -232,10 +233,11 @@ class Dispatcher:
 
     def _extract(self, segment: str, events: list[tuple[str, str, str | None]]) -> None:
         """Have a worker extract what the observed events of `segment` (id, kind, session) teach,
-        and the episode of each session they end."""
+        and the episode and the signals of each session they end."""
         if observed := [event_id for event_id, kind, _ in events if kind not in DERIVED_KINDS]:
             jobs.enqueue_extraction(self.queue, segment, observed)
         for session_id in sorted(
             {session for _, kind, session in events if kind == SESSION_ENDED and session}
         ):
             jobs.enqueue_episode(self.queue, self.settings.event_log_dir, session_id)
+            dynamics.enqueue_session(self.queue, self.settings.event_log_dir, session_id)

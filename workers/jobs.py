@@ -43,7 +43,7 @@ def enqueue_extraction(
         extract_batch,
         segment,
         ids,
-        retry=_retried(retry_after_s),
+        retry=retried(retry_after_s),
         description=f"extract {os.path.basename(segment)}",
     )
 
@@ -57,9 +57,9 @@ def extract_batch(
     events = _events(segment, set(ids))
     emitted: Counter[str] = Counter()
     known = Memory(settings or Settings.from_env())
-    with known, Emitter(client or _job_connection(), kinds.SOURCE_WORKER, EXTRACTOR) as out:
+    with known, Emitter(client or job_connection(), kinds.SOURCE_WORKER, EXTRACTOR) as out:
         for found in settle(derive(events), known.facts, known.cosine):
-            _emit(out, found)
+            emit_derived(out, found)
             emitted[found.kind] += 1
     log.info("batch.extracted", segment=os.path.basename(segment), events=len(events), emitted=dict(emitted))
     return dict(emitted)
@@ -73,7 +73,7 @@ def enqueue_episode(
         extract_session,
         event_log_dir,
         session_id,
-        retry=_retried(retry_after_s),
+        retry=retried(retry_after_s),
         description=f"episode of session {session_id}",
     )
 
@@ -86,13 +86,13 @@ def extract_session(
     it fell back), all settled against the projections of `settings` (by default the
     environment's); how many events of each kind. A session whose events are not archived yet
     fails, and is tried again."""
-    events = _session_events(event_log_dir, session_id)
+    events = session_events(event_log_dir, session_id)
     if not events:
         raise LookupError(f"no event of session {session_id} is in the log yet")
     emitted: Counter[str] = Counter()
     settings = settings or Settings.from_env()
     known = Memory(settings)
-    with known, Emitter(client or _job_connection(), kinds.SOURCE_WORKER, EXTRACTOR) as out:
+    with known, Emitter(client or job_connection(), kinds.SOURCE_WORKER, EXTRACTOR) as out:
         found: list[Derived] = []
         if (llm := _llm(settings)) is not None:
             asked = ask(llm, events, known.tokens_today())
@@ -106,7 +106,7 @@ def extract_session(
             ]
         found += derive_session(events)
         for each in settle(found, known.facts, known.cosine):
-            _emit(out, each)
+            emit_derived(out, each)
             emitted[each.kind] += 1
     log.info("session.extracted", session=session_id, events=len(events), emitted=dict(emitted))
     return dict(emitted)
@@ -128,8 +128,9 @@ def _spent(used: LLMUsed, events: list[Event]) -> Derived:
     return Derived(kinds.LLM_USED, used, first.project, causes, first.session_id, key)
 
 
-def _emit(out: Emitter, found: Derived) -> None:
-    out.emit(
+def emit_derived(out: Emitter, found: Derived) -> str:
+    """Queue `found` on `out`; its event's id."""
+    return out.emit(
         found.kind,
         found.payload,
         project=found.project,
@@ -139,7 +140,7 @@ def _emit(out: Emitter, found: Derived) -> None:
     )
 
 
-def _session_events(event_log_dir: str, session_id: str) -> list[Event]:
+def session_events(event_log_dir: str, session_id: str) -> list[Event]:
     """Every event of a session, from the segments that hold some (their session ids first)."""
     event_log = EventLog(event_log_dir, quarantine_logger(log))
     found: list[Event] = []
@@ -152,11 +153,11 @@ def _session_events(event_log_dir: str, session_id: str) -> list[Event]:
     return found
 
 
-def _retried(after_s: list[int]) -> Retry:
+def retried(after_s: list[int]) -> Retry:
     return Retry(max=len(after_s), interval=after_s)
 
 
-def _job_connection() -> "redis.Redis":
+def job_connection() -> "redis.Redis":
     job = get_current_job()
     if job is None:
         raise RuntimeError("not in an RQ job: give the Redis client to emit to")

@@ -13,11 +13,13 @@ from rq.worker import BaseWorker
 
 from ingest.dead_letters import count_dead_letters
 from ingest.spool import spooled
+from projections import sql
 from projections.event_log import EventLog, Quarantined
 from projections.store import current_store
 from projections.vectors import MANIFEST, vectors_path
 from schemas.settings import GROUP, QUEUE, STREAM, Settings
 from workers.dispatcher import HEARTBEAT_PREFIX, Heartbeat
+from workers.dynamics.schedule import JobState, states
 from workers.extraction.known import Memory
 from workers.extraction.llm.config import BadSettings, llm_settings
 from workers.redis_client import connect
@@ -67,6 +69,8 @@ class StackStatus(msgspec.Struct, frozen=True, kw_only=True):
     redis_write_error: str | None = None  # the server cannot write its append-only file
     llm: str = "off"  # the LLM extractor: off, its provider, model and budget, or what is wrong
     llm_tokens_today: int = 0  # LLM tokens spent today (UTC), as the last snapshot counts them
+    scheduled: list[JobState] = []  # memory's scheduled jobs: last and next runs, last error
+    memory_health: dict[str, Any] = {}  # the view memory_health, as the last snapshot has it
 
 
 def _group_info(client: "redis.Redis") -> dict[str, Any]:
@@ -162,6 +166,21 @@ def _llm(settings: Settings) -> str:
     return f"{llm.provider}{model} ({where}), at most {llm.daily_token_budget:,} tokens a day"
 
 
+def _memory_health(settings: Settings) -> dict[str, Any]:
+    """The view memory_health's one row, by column (empty before the first snapshot)."""
+    try:
+        db = sql.connect(settings, snapshot_required=True)
+    except (sql.NoSnapshot, sql.DamagedSnapshot):
+        return {}
+    try:
+        cursor = db.execute("SELECT * FROM memory_health")
+        row = cursor.fetchone()
+        names = [d[0] for d in cursor.description]
+    finally:
+        db.close()
+    return dict(zip(names, row, strict=True)) if row else {}
+
+
 def _tokens_today(settings: Settings) -> int:
     with Memory(settings) as memory:
         return memory.tokens_today()
@@ -185,6 +204,7 @@ def stack_status(settings: Settings) -> StackStatus:
         vectors_published_at=_modified_at(_manifest(settings)),
         llm=_llm(settings),
         llm_tokens_today=_tokens_today(settings),
+        memory_health=_memory_health(settings),
     )
     client = connect(settings, timeout=1.0)
     try:
@@ -196,6 +216,7 @@ def stack_status(settings: Settings) -> StackStatus:
         )
         write_error = _redis_write_error(client)
         failed_count, failed = _failed_jobs(client)
+        scheduled = states(client)
         workers = [
             WorkerState(
                 w.name, str(w.get_state()), w.last_heartbeat.isoformat() if w.last_heartbeat else None
@@ -216,4 +237,5 @@ def stack_status(settings: Settings) -> StackStatus:
         redis_write_error=write_error,
         failed_jobs=failed_count,
         newest_failed_jobs=failed,
+        scheduled=scheduled,
     )

@@ -18,9 +18,9 @@ CREATE TABLE forgotten (       -- hidden from recall where it was asked; the mem
     project VARCHAR
 );
 CREATE TABLE tiers (memory_id VARCHAR PRIMARY KEY, tier VARCHAR, since TIMESTAMPTZ, updated_by VARCHAR);
-CREATE TABLE communities (
+CREATE TABLE communities (     -- no members: dissolved, as the last detection found
     community_id VARCHAR PRIMARY KEY, members VARCHAR[], label VARCHAR, detected_at TIMESTAMPTZ,
-    updated_by VARCHAR
+    updated_by VARCHAR, hub VARCHAR, facts VARCHAR[], project VARCHAR
 );
 """
 
@@ -66,10 +66,12 @@ FOLDS: list[tuple[str, str]] = [
         "communities",
         f"""
         INSERT INTO communities
-        SELECT k, list_sort({json_list("members")}), coalesce(payload->>'label', ''), ts, id
+        SELECT k, list_sort({json_list("members")}), coalesce(payload->>'label', ''), ts, id,
+            payload->>'hub', list_sort({json_list("facts")}), project
         FROM {latest(kinds.COMMUNITY_DETECTED, "community_id")}
         ON CONFLICT (community_id) DO UPDATE SET members = excluded.members, label = excluded.label,
-            detected_at = excluded.detected_at, updated_by = excluded.updated_by
+            detected_at = excluded.detected_at, updated_by = excluded.updated_by, hub = excluded.hub,
+            facts = excluded.facts, project = excluded.project
         WHERE excluded.updated_by > communities.updated_by
         """,
     ),

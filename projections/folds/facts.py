@@ -41,11 +41,14 @@ def _fact_state(history: str) -> str:
             min(recorded_at) FILTER ({asserted}) AS created_at,
             CASE WHEN arg_max_null(invalid_at, event_id) FILTER ({ending}) IS NOT NULL
                 THEN arg_max(recorded_at, event_id) FILTER ({ending}) END AS invalidated_at,
-            CASE WHEN arg_max(kind, event_id) FILTER ({living}) = '{kinds.FACT_EXPIRED}'
+            -- forgetting is system time: the newest of assertion and expiry as reverie learned them
+            -- (an expiry caused by the assertion itself shares its id's millisecond)
+            CASE WHEN arg_max(kind, {{'known': recorded_at, 'id': event_id}}) FILTER ({living}) = '{kinds.FACT_EXPIRED}'
                 THEN max(recorded_at) FILTER (kind = '{kinds.FACT_EXPIRED}') END AS expired_at,
             arg_max_null(superseded_by, event_id) FILTER ({ending}) AS superseded_by,
             count(*) FILTER (kind = '{kinds.FACT_RECONSOLIDATED}') AS reconsolidations,
-            max(event_id) AS updated_by
+            max(event_id) AS updated_by,
+            arg_max_null(duplicate_of, event_id) FILTER (kind = '{kinds.FACT_EXPIRED}') AS duplicate_of
         FROM {history}
         GROUP BY fact_id
         HAVING count(*) FILTER ({asserted}) > 0
@@ -88,7 +91,8 @@ CREATE TABLE facts (            -- each fact as the newest of its events has it
     expired_at TIMESTAMPTZ,     -- system time: when reverie forgot it
     superseded_by VARCHAR,
     reconsolidations BIGINT,
-    updated_by VARCHAR
+    updated_by VARCHAR,
+    duplicate_of VARCHAR        -- forgotten as a duplicate of this fact (light or skill consolidation)
 );
 CREATE TABLE fact_history (     -- every event about a fact: `facts` and `facts_as_of` are read from it
     event_id VARCHAR PRIMARY KEY, fact_id VARCHAR, kind VARCHAR, ts TIMESTAMPTZ, recorded_at TIMESTAMPTZ,
@@ -97,7 +101,8 @@ CREATE TABLE fact_history (     -- every event about a fact: `facts` and `facts_
     valid_at TIMESTAMPTZ,
     invalid_at TIMESTAMPTZ,     -- asserted with the fact, or the end a supersession gives it
     superseded_by VARCHAR, reason VARCHAR,
-    project VARCHAR, scope VARCHAR, topic VARCHAR, dimensions JSON, stated_relation VARCHAR
+    project VARCHAR, scope VARCHAR, topic VARCHAR, dimensions JSON, stated_relation VARCHAR,
+    duplicate_of VARCHAR
 );
 CREATE TABLE opinions (          -- each opinion as the newest of its events has it
     opinion_id VARCHAR PRIMARY KEY, subject VARCHAR, statement VARCHAR, confidence DOUBLE,
@@ -164,7 +169,8 @@ FOLDS: list[tuple[str, str]] = [
             payload->>'by_fact_id', payload->>'reason',
             project, payload->>'scope', payload->>'topic', payload->'dimensions',
             coalesce(payload->>'stated_relation',
-                CASE WHEN {_RELATION} <> payload->>'relation' THEN payload->>'relation' END)
+                CASE WHEN {_RELATION} <> payload->>'relation' THEN payload->>'relation' END),
+            payload->>'duplicate_of'
         FROM batch WHERE kind IN ({_FACT_KINDS})
         """,
     ),
@@ -173,7 +179,10 @@ FOLDS: list[tuple[str, str]] = [
         "facts",
         f"""
         INSERT OR REPLACE INTO facts
-        SELECT fact_id, {_FACT_STATE}, invalidated_at, expired_at, superseded_by, reconsolidations, updated_by
+        SELECT fact_id, {
+            _FACT_STATE
+        }, invalidated_at, expired_at, superseded_by, reconsolidations, updated_by,
+            duplicate_of
         FROM ({
             _fact_state(
                 f"(SELECT * FROM fact_history WHERE fact_id IN "

@@ -24,6 +24,7 @@ class Features(msgspec.Struct, frozen=True):
     confidence: float
     uses: list[float]  # when it was recalled or otherwise activated (POSIX seconds: a recalled
     # memory has hundreds, which DuckDB hands over far faster as numbers than as datetimes)
+    failed: list[float]  # the recalls among them that did not help (workers/dynamics/decay.py)
     emotional: bool  # a correction or a failure: weighs more
     network: str  # world, experience, opinion, observation
     category: str | None  # a fact's (stack, decisions...), or a remembered one's (schemas/categories.py)
@@ -75,7 +76,9 @@ WITH r AS MATERIALIZED (
 )
 SELECT r.memory_id, r.kind, r.text, r.ts, r.project, r.session_id, r.confidence,
     coalesce((SELECT list(epoch(a.activated_at) ORDER BY a.activated_at) FROM activation_log a
-              WHERE a.memory_id = r.memory_id), []) AS uses,
+              WHERE a.memory_id = r.memory_id AND a.cause NOT IN ('used', 'failed')), []) AS uses,
+    coalesce((SELECT list(epoch(a.activated_at)) FROM activation_log a
+              WHERE a.memory_id = r.memory_id AND a.cause = 'failed'), []) AS failed,
     r.emotional, r.network, r.category, r.memory_type,
     coalesce((SELECT list(e.fan) FROM recall_entities e
               WHERE e.memory_id = r.memory_id AND list_contains($named::VARCHAR[], e.entity_id)), []) AS fans,

@@ -443,7 +443,8 @@ def _score(
         memory.associated, in_context
     )
     days_since_use = min(ages, default=0.0) / scoring.DAY_S
-    retrievability = scoring.retrievability(days_since_use, scoring.stability_days(ages))
+    failed = [at - m for m in memory.failed if m <= at]
+    retrievability = scoring.retrievability(days_since_use, scoring.stability_days(ages, failed))
     recency = scoring.recency(max(ages, default=0.0) / scoring.DAY_S)
     strength = 0.4 * scoring.logistic(activation) + 0.3 * retrievability + 0.3 * recency
     if weighting == "fabric":

@@ -9,7 +9,8 @@
   view `associations`); a memory about entities associated with those in context gets W/n
   times S times their weights.
 - FSRS retrievability: R = (1 + 0.9 t/S)^-0.5, t days since the last use, S the stability in
-  days, which grows with each spaced use.
+  days: a day at first, S (1 + 0.1 (1 - R)) after a recall that helped, 0.8 S after one that did
+  not (workers/dynamics/decay.py judges them).
 - Recency: exp(-days/90). Confidence: as recorded (1 for what is observed).
 """
 
@@ -21,6 +22,8 @@ EMOTIONAL_WEIGHT = 1.5
 MAX_ASSOCIATIVE_STRENGTH = 2.0  # ACT-R's S
 RECENCY_DAYS = 90.0
 DAY_S = 86_400.0
+INITIAL_STABILITY_DAYS = 1.0
+EXPIRY_THRESHOLD = -2.0  # a fact whose activation on days falls below it is forgotten (expired)
 
 
 def base_level(ages_s: Sequence[float], emotional: bool = False, decay: float = DECAY) -> float:
@@ -29,6 +32,20 @@ def base_level(ages_s: Sequence[float], emotional: bool = False, decay: float = 
     if total == 0:
         return -math.inf
     return math.log(total * (EMOTIONAL_WEIGHT if emotional else 1.0))
+
+
+def activation_days(ages_days: Sequence[float], emotional: bool = False) -> float:
+    """ACT-R base-level activation on days, as the lifecycle weighs a fact's future (HORA's):
+    a use within the last day counts as a day old. Accesses [today, 3, 10 days ago] give
+    ln(1 + 3^-0.5 + 10^-0.5) = 0.638; one 45 days ago, -0.5 ln 45 = -1.903. A correction's 1.5
+    is added inside the log, as in `base_level` (HORA multiplies the log by it, which makes a
+    fading correction fade faster)."""
+    return base_level([max(age, 1.0) for age in ages_days], emotional)
+
+
+def decay_factor(activation: float) -> float:
+    """HORA's activation factor: a logistic centred on the expiry threshold, 0.5 at -2.0."""
+    return logistic(activation - EXPIRY_THRESHOLD)
 
 
 def spreading(
@@ -47,15 +64,24 @@ def associative(weights: float, context_entities: int, strength: float = MAX_ASS
     return strength * weights / context_entities if context_entities else 0.0
 
 
-def stability_days(ages_s: Sequence[float]) -> float:
-    """FSRS-like stability: a day to start, multiplied by each use spaced at least a day apart."""
-    stability = 1.0
+def stability_days(ages_s: Sequence[float], failed_s: Sequence[float] = ()) -> float:
+    """FSRS stability after the uses `ages_s` seconds ago: a day at the first, then each recall
+    moves it by `stability_after`, as a failure if its age is among `failed_s`."""
+    failed = {round(age, 3) for age in failed_s}
+    stability = INITIAL_STABILITY_DAYS
     last = None
     for age in sorted(ages_s, reverse=True):  # oldest use first
-        if last is not None and (last - age) >= DAY_S:
-            stability *= 1.0 + (last - age) / DAY_S / stability
+        if last is not None:
+            recalled = retrievability((last - age) / DAY_S, stability)
+            stability = stability_after(stability, recalled, round(age, 3) not in failed)
         last = age
     return stability
+
+
+def stability_after(stability: float, retrievability: float, success: bool) -> float:
+    """FSRS: a recall that helped strengthens more the more it was forgotten, S (1 + 0.1 (1 - R));
+    one that did not (contradicted, or never used) weakens it, 0.8 S."""
+    return stability * (1.0 + 0.1 * (1.0 - retrievability)) if success else 0.8 * stability
 
 
 def retrievability(days_since_use: float, stability: float) -> float:

@@ -22,10 +22,10 @@ _encoders: dict[str, Encoder] = {}
 
 def preload(settings: Settings) -> None:
     """Load the embedder's model now, for the jobs this process will fork."""
-    _encoder(settings.embedding_model)
+    encoder(settings.embedding_model)
 
 
-def _encoder(model: str) -> Encoder:
+def encoder(model: str) -> Encoder:
     if model not in _encoders:
         _encoders[model] = load_encoder(model)
     return _encoders[model]
@@ -74,7 +74,7 @@ class Memory:
         return int(spent)
 
     def cosine(self, text: str, others: Sequence[str]) -> list[float]:
-        vectors = _encoder(self.settings.embedding_model).encode([text, *others])
+        vectors = encoder(self.settings.embedding_model).encode([text, *others])
         return [float(v) for v in vectors[1:] @ vectors[0]]
 
     def __enter__(self) -> "Memory":

@@ -1,0 +1,55 @@
+"""`reverie think`: run memory's scheduled jobs on demand (lifecycle, dream, communities, decay).
+
+By default each job goes on the queue, as the scheduler would put it, and this waits for a
+worker to run it; `--now` runs it in this process (it needs no worker, only the stack's
+Redis to emit to). Either way it derives the events the schedule would, with the same ids.
+"""
+
+import redis
+from rq import Queue
+from rq.results import Result
+
+from reverie.console import fail, out, progress_bar
+from schemas.settings import QUEUE, Settings
+from workers.dynamics.schedule import SCHEDULE, Scheduled
+from workers.redis_client import connect, is_up
+
+
+def think(name: str, here: bool) -> int:
+    settings = Settings.from_env()
+    if not is_up(settings):
+        return fail(f"no Redis answers at {settings.redis_shown}: start the stack with `reverie up --detach`")
+    client = connect(settings, timeout=None)
+    chosen = [s for s in SCHEDULE if name in ("all", s.name)]
+    with progress_bar() as progress:
+        for each in chosen:
+            task = progress.add_task(f"{each.name}: {'running' if here else 'waiting for a worker'}", total=1)
+            try:
+                emitted = each.job(client, settings) if here else _on_a_worker(client, each)  # type: ignore[call-arg]
+            except _Failed as e:
+                progress.update(task, description=f"{each.name}: failed")
+                return fail(f"{each.name} failed on a worker: {e}")
+            progress.update(task, completed=1, description=f"{each.name}: {_said(emitted)}")
+    out.print("done: what the jobs derived reaches the projections once the dispatcher archives it")
+    return 0
+
+
+class _Failed(Exception):
+    pass
+
+
+def _on_a_worker(client: redis.Redis, scheduled: Scheduled) -> dict[str, int]:
+    job = Queue(QUEUE, connection=client).enqueue(
+        scheduled.job, job_timeout=scheduled.timeout_s, description=f"{scheduled.name} (reverie think)"
+    )
+    result = job.latest_result(timeout=scheduled.timeout_s)
+    if result is None:
+        raise _Failed(f"no worker ran it within {scheduled.timeout_s} s: is `reverie up` running?")
+    if result.type != Result.Type.SUCCESSFUL:
+        raise _Failed((result.exc_string or "unknown error").strip().splitlines()[-1])
+    emitted: dict[str, int] = result.return_value or {}
+    return emitted
+
+
+def _said(emitted: dict[str, int]) -> str:
+    return ", ".join(f"{n} {kind}" for kind, n in sorted(emitted.items())) or "nothing to derive"

@@ -1,0 +1,117 @@
+"""Memory's dynamics with real parts: the stack (`reverie up`), hook processes, RQ workers."""
+
+import json
+import pathlib
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from functools import partial
+
+import pytest
+from rq import Queue
+
+from ingest.emit import Worker, append, encode
+from schemas import kinds, memory
+from schemas.ids import new_event_id
+from schemas.settings import QUEUE, Settings
+from tests.conftest import Stack, run_hook, wait_for
+from workers.dynamics.jobs import think_lifecycle
+from workers.redis_client import connect
+
+pytestmark = pytest.mark.integration
+
+
+def _hook(env: dict[str, str], event: str, session: str, **payload: str) -> bytes:
+    body = {"hook_event_name": event, "session_id": session, **payload}
+    done = run_hook(json.dumps(body).encode(), env)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def _session(env: dict[str, str], session: str, prompt: str) -> None:
+    _hook(env, "SessionStart", session, source="startup")
+    _hook(env, "UserPromptSubmit", session, prompt=prompt)
+    _hook(env, "SessionEnd", session, reason="exit")
+
+
+def test_a_preference_said_in_three_sessions_reaches_the_fourth_sessions_start(
+    stack: Stack, env: dict[str, str], tmp_path: pathlib.Path
+) -> None:
+    project = tmp_path / "app"
+    project.mkdir()
+    here = {**env, "CLAUDE_PROJECT_DIR": str(project)}
+    wordings = [
+        "Always run the tests with pytest -x before committing.",
+        "I think we should always run the tests with pytest -x before committing!",
+        "always   run the tests with PYTEST -x before committing",
+    ]
+
+    def signalled(session: str) -> bool:
+        return bool(stack.query(f"SELECT count(*) FROM signals WHERE session_id = '{session}'")[0][0])
+
+    for n, prompt in enumerate(wordings, start=1):
+        _session(here, f"pref-{n}", prompt)
+        wait_for(partial(signalled, f"pref-{n}"), timeout=90, what=f"session {n}'s signal in the projections")
+        crystallized = stack.query("SELECT count(*) FROM preferences")[0][0]
+        assert crystallized == (1 if n == 3 else 0)  # two sessions are not enough
+
+    def started() -> str:
+        said = _hook(here, "SessionStart", "pref-4", source="startup")
+        return str(json.loads(said)["hookSpecificOutput"]["additionalContext"]) if said else ""
+
+    context = wait_for(lambda: (c := started()) and "pytest -x" in c and c, timeout=60, what="the preference")
+    assert "run the tests with pytest -x before committing" in context.lower()
+    [(evidence, strength)] = stack.query("SELECT evidence, strength FROM preferences")
+    assert strength == 0.6 and evidence >= 3  # 3 sessions; their signals, and the rule extraction made
+
+
+@pytest.fixture
+def two_workers(env: dict[str, str], settings: Settings) -> Iterator[Stack]:
+    running = Stack(env, settings, workers=2).start()
+    yield running
+    if running.process and running.process.poll() is None:
+        running.stop()
+
+
+def test_the_lifecycle_run_by_two_workers_at_once_emits_each_event_once(
+    two_workers: Stack, settings: Settings
+) -> None:
+    client = connect(settings, timeout=None)  # it waits on the jobs' results
+    now = datetime.now(UTC)
+    sent = []
+    for n, days_ago in enumerate([70, 65, 62, 5]):
+        when = now - timedelta(days=days_ago)
+        prompt_id, prompt = encode(
+            kinds.PROMPT_SUBMITTED, {"prompt": f"note {n}"}, project="/p", source=kinds.SOURCE_CLAUDE_CODE,
+            session_id=f"old-{n}", ts=when, event_id=new_event_id(int(when.timestamp() * 1000)),
+        )  # fmt: skip
+        fact = memory.FactAsserted(
+            fact_id=f"fact-{n}", source="project:p", relation="uses", description=f"uses {n}"
+        )
+        _, asserted = encode(
+            kinds.FACT_ASSERTED, fact, project="/p", source=kinds.SOURCE_WORKER, session_id=f"old-{n}",
+            caused_by=[prompt_id], worker=Worker("test", 1),
+        )  # fmt: skip
+        sent += [prompt, asserted]
+    append(client, sent)
+    wait_for(lambda: two_workers.query("SELECT count(*) FROM facts")[0][0] == 4, timeout=60, what="the facts")
+    queue = Queue(QUEUE, connection=client)
+    runs = [queue.enqueue(think_lifecycle) for _ in range(2)]
+    for job in runs:
+        result = job.latest_result(timeout=120)
+        assert result is not None and result.type == result.Type.SUCCESSFUL, result and result.exc_string
+
+    def emitted() -> list[tuple[str, str]]:  # each event's kind and subject
+        rows = two_workers.query(
+            f"SELECT kind, coalesce(payload->>'fact_id', payload->>'memory_id') FROM events "
+            f"WHERE kind IN ('{kinds.FACT_EXPIRED}', '{kinds.TIER_PROMOTED}') ORDER BY 2"
+        )
+        return [(str(k), str(s)) for k, s in rows]
+
+    # the scheduler's own run at start, and two more at once, each on whichever worker is free
+    expected = [(kinds.FACT_EXPIRED, f"fact-{n}") for n in range(3)] + [
+        (kinds.TIER_PROMOTED, f"old-{n}") for n in range(3)
+    ]  # over 60 days and never used; sessions idle for 30 days
+    found = wait_for(
+        lambda: len(e := emitted()) >= len(expected) and e, timeout=60, what="the lifecycle's events"
+    )
+    assert sorted(found) == sorted(expected)  # each once

@@ -1,0 +1,72 @@
+"""Reflection: an opinion weighed from evidence for and against, shaped by the disposition, and
+the disposition read from the project's file with a clear answer when it is wrong."""
+
+import pathlib
+
+import pytest
+
+from reverie.reflecting import BadDisposition, disposition
+from schemas.recall import Scored
+from schemas.reflection import Disposition
+from workers.dynamics.reflect import opinion_id, reflect, stance, weigh
+
+
+def scored(memory_id: str, text: str, relevance: float = 1.0, kind: str = "fact", **more: float) -> Scored:
+    values = {"activation": 0.0, "recency": 1.0, "confidence": 1.0, **more}
+    return Scored(
+        memory_id, kind, text, None, "p", None, None, relevance, relevance, values["activation"], 1.0,
+        values["recency"], values["confidence"], ["vector"], {},
+    )  # fmt: skip
+
+
+def test_a_memory_contradicts_when_it_says_something_failed_or_is_to_be_avoided() -> None:
+    assert stance("DuckDB fits the analytics workload") == "supports"
+    assert stance("DuckDB failed under concurrent writers") == "contradicts"
+    assert stance("we no longer use DuckDB for the queue") == "contradicts"
+    assert stance("on n'utilise pas DuckDB pour la file") == "contradicts"
+    assert stance("la migration a échoué") == "contradicts"
+
+
+def test_memory_that_holds_nothing_makes_an_even_opinion() -> None:
+    formed = reflect("should we use DuckDB?", "p", [], Disposition())
+    assert formed.confidence == 0.5 and not formed.supporting and not formed.contradicting
+    assert formed.opinion_id == opinion_id("p", "Should we use  DuckDB?")  # case and spaces aside
+
+
+def test_evidence_for_outweighs_evidence_against_and_both_are_surfaced() -> None:
+    results = [
+        scored("a", "DuckDB fits the analytics workload", 1.0),
+        scored("b", "DuckDB queries ran in milliseconds on the events", 0.9),
+        scored("c", "DuckDB failed under concurrent writers", 0.8),
+    ]
+    formed = reflect("DuckDB for analytics", "p", results, Disposition())
+    assert formed.statement.startswith("Memory supports it: DuckDB fits")
+    assert [e.memory_id for e in formed.supporting] == ["a", "b"]
+    assert [e.memory_id for e in formed.contradicting] == ["c"]
+    assert 0.5 < formed.confidence < 0.9 and not formed.promote
+
+
+def test_skepticism_asks_for_more_evidence() -> None:
+    results = [scored(str(i), f"pytest -x catches it early {i}") for i in range(6)]
+    trusting = reflect("q", "p", results, Disposition(skepticism=1)).confidence
+    doubting = reflect("q", "p", results, Disposition(skepticism=5)).confidence
+    assert trusting > doubting > 0.5
+    assert reflect("q", "p", results, Disposition(skepticism=1)).promote  # (6 + 0.25) / (6 + 0.5) > 0.9
+
+
+def test_literalism_drops_loose_matches_and_empathy_weighs_the_users_words() -> None:
+    results = [scored("close", "uv for every project", 1.0), scored("loose", "pip is fine", 0.3)]
+    assert {e.memory_id for e in weigh(results, Disposition(literalism=1))} == {"close", "loose"}
+    assert {e.memory_id for e in weigh(results, Disposition(literalism=5))} == {"close"}
+    said = [scored("user", "use uv", kind="prompt"), scored("agent", "use uv", kind="fact")]
+    [user, agent] = weigh(said, Disposition(empathy=5))
+    assert user.weight == pytest.approx(1.5 * agent.weight)
+
+
+def test_the_disposition_comes_from_the_projects_file(tmp_path: pathlib.Path) -> None:
+    assert disposition(str(tmp_path)) == Disposition()
+    (tmp_path / ".reverie.toml").write_text('[reflect]\nskepticism = 5\nbackground = "a CLI"\n')
+    assert disposition(str(tmp_path)) == Disposition(skepticism=5, background="a CLI")
+    (tmp_path / ".reverie.toml").write_text("[reflect]\nempathy = 9\n")
+    with pytest.raises(BadDisposition, match="1 to 5"):
+        disposition(str(tmp_path))

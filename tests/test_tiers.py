@@ -1,0 +1,128 @@
+"""The lifecycle job: what is not used expires (hidden, never deleted, found as of before), what
+recurs across 3 sessions becomes long-term, idle sessions are archived; run twice, it emits the
+same events."""
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import fakeredis
+import msgspec
+import pytest
+
+from projections.sql import connect
+from reverie.testing import Folding, make_event, streamed
+from schemas import kinds, memory
+from schemas.events import Event
+from schemas.ids import new_event_id
+from schemas.settings import Settings
+from workers.dynamics.jobs import think_lifecycle
+
+PROJECT = "/home/u/app"
+NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
+
+
+def _event(
+    kind: str, payload: Any, days_ago: float, session: str | None, causes: tuple[str, ...] = ()
+) -> Event:
+    when = NOW - timedelta(days=days_ago)
+    return make_event(
+        kind, payload, id=new_event_id(int(when.timestamp() * 1000)), ts=when, recorded_at=when,
+        project=PROJECT, source=kinds.SOURCE_WORKER if causes else kinds.SOURCE_CLAUDE_CODE,
+        session_id=session, caused_by=causes,
+    )  # fmt: skip
+
+
+def prompt(days_ago: float, session: str) -> Event:
+    return _event(kinds.PROMPT_SUBMITTED, {"prompt": "hello", "session_id": session}, days_ago, session)
+
+
+def asserted(fact_id: str, cause: Event) -> Event:
+    fact = memory.FactAsserted(fact_id=fact_id, source="project:app", relation="uses", description=fact_id)
+    days = (NOW - cause.ts).total_seconds() / 86_400
+    return _event(kinds.FACT_ASSERTED, fact, days, cause.session_id, (cause.id,))
+
+
+def restated(fact_id: str, cause: Event) -> Event:
+    again = memory.FactReconsolidated(fact_id=fact_id, confidence=0.9, reason="restated")
+    days = (NOW - cause.ts).total_seconds() / 86_400
+    return _event(kinds.FACT_RECONSOLIDATED, again, days, cause.session_id, (cause.id,))
+
+
+@pytest.fixture
+def story(settings: Settings) -> Iterator[Folding]:
+    old, recent, other, third = (
+        prompt(60, "s-old"),
+        prompt(5, "s-recent"),
+        prompt(3, "s-other"),
+        prompt(1, "s-3"),
+    )
+    recalled = _event(
+        kinds.MEMORY_RETRIEVED,
+        {"query": "q", "results": ["recalled"], "session_id": "s-recent"},
+        5,
+        "s-recent",
+    )
+    correction = _event(
+        kinds.SIGNAL_DETECTED,
+        memory.SignalDetected(signal_id="sig", signal="correction", text="no, use it", subject="corrected"),
+        60, "s-old", (old.id,),
+    )  # fmt: skip
+    events = [
+        old, recent, other, third, recalled, correction,
+        asserted("unused", old),  # once, 60 days ago: ln(60^-0.5) = -2.05 < -2
+        asserted("recalled", old),  # and recalled 5 days ago
+        asserted("corrected", old),  # a correction weighs 1.5: ln(1.5 * 60^-0.5) = -1.64
+        asserted("recurring", old), restated("recurring", other), restated("recurring", third),
+    ]  # fmt: skip
+    folding = Folding(settings)
+    folding.fold(events)
+    yield folding
+    folding.close()
+
+
+def thought(settings: Settings) -> list[Event]:
+    client = fakeredis.FakeRedis()
+    think_lifecycle(client, settings, at=NOW)
+    return streamed(client)
+
+
+def test_the_unused_expire_the_recurring_rise_and_idle_sessions_are_archived(
+    story: Folding, settings: Settings
+) -> None:
+    emitted = thought(settings)
+    said = [(e.kind, msgspec.json.decode(e.payload)) for e in emitted]
+    expired = [p["fact_id"] for k, p in said if k == kinds.FACT_EXPIRED]
+    promoted = sorted((p["memory_id"], p["to_tier"]) for k, p in said if k == kinds.TIER_PROMOTED)
+    assert expired == ["unused"]
+    assert promoted == [("recurring", "long_term"), ("s-old", "archived")]
+    assert all(e.caused_by and e.source == kinds.SOURCE_WORKER for e in emitted)
+
+
+def test_an_expired_fact_is_hidden_not_deleted_and_found_as_of_before(
+    story: Folding, settings: Settings
+) -> None:
+    story.fold(thought(settings))
+    db = connect(settings)
+    current = {r[0] for r in db.execute("SELECT fact_id FROM facts_current").fetchall()}
+    assert "unused" not in current and {"recalled", "corrected", "recurring"} <= current
+    before = db.execute(
+        "SELECT fact_id FROM facts_as_of(?, ?) WHERE fact_id = 'unused'",
+        [NOW, datetime.now(UTC) - timedelta(hours=1)],
+    ).fetchall()
+    assert before == [("unused",)]
+    tiers = dict(db.execute("SELECT memory_id, tier FROM memory_tiers").fetchall())
+    assert (
+        tiers["unused"] == "expired"
+        and tiers["recurring"] == "long_term"
+        and tiers["recalled"] == "short_term"
+    )
+
+
+def test_run_twice_it_emits_the_same_events(story: Folding, settings: Settings) -> None:
+    assert [e.id for e in thought(settings)] == [e.id for e in thought(settings)]
+
+
+def test_once_folded_there_is_nothing_more_to_do(story: Folding, settings: Settings) -> None:
+    story.fold(thought(settings))
+    assert thought(settings) == []

@@ -1,0 +1,131 @@
+"""The lifecycle of memory (every 6 hours): promotion, archiving and forgetting, as events.
+
+Three tiers, after HORA:
+
+- **T1, working memory** (`working`): what was learned in the last 24 hours. Its age says so;
+  no event is needed (the view `memory_tiers`).
+- **T2, short term** (`short_term`): every other fact, kept while its ACT-R activation over days
+  (projections/recall/scoring.py: each use, its learning included, counts; a correction
+  weighs 1.5) stays at or above -2.0. Once below, the fact expires (`fact.expired`): recall no longer
+  shows it; it is never deleted, and `facts_as_of` (`reverie recall --as-of`) still finds it
+  before then. A fact used once lasts about 55 days; every use lengthens its stay.
+- **T3, long term** (`long_term`): a fact stated or recalled in 3 or more sessions is promoted
+  (`tier.promoted`) and never expires.
+
+Sessions whose last event is more than 30 days old are archived (`tier.promoted` to `archived`,
+their events untouched). The monthly aggregates are views (`monthly_sentiment`,
+`monthly_tool_usage`), so they never go stale; the rolling window of 500 signals is what
+crystallization reads (workers/dynamics/crystallize.py).
+
+What it emits follows from the snapshot and the time: run twice, or on two workers at once, it
+emits the same events (their ids follow from the facts and their causes), kept once.
+"""
+
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+
+import duckdb
+
+from projections.recall import scoring
+from schemas import kinds, memory
+from workers.extraction.derive import Derived
+
+PROMOTION_SESSIONS = 3
+ARCHIVE_AFTER = timedelta(days=30)
+_DAY_S = 86_400.0
+
+# The sessions each fact was stated or recalled in: its events' causes, and the recalls that
+# returned it.
+_FACT_SESSIONS = """
+WITH said AS (
+    SELECT event_id, session_id FROM prompts
+    UNION ALL SELECT event_id, session_id FROM tool_uses
+    UNION ALL SELECT event_id, session_id FROM compactions
+    UNION ALL SELECT event_id, session_id FROM messages
+)
+SELECT fact_id, session_id, min(event_id) AS first FROM (
+    SELECT h.fact_id, s.session_id, s.event_id
+    FROM fact_history h JOIN provenance p ON p.event_id = h.event_id JOIN said s ON s.event_id = p.caused_by
+    UNION ALL
+    SELECT r.memory_id, t.session_id, t.event_id
+    FROM (SELECT event_id, unnest(results) AS memory_id FROM retrievals) r JOIN retrievals t USING (event_id)
+) WHERE session_id IS NOT NULL
+GROUP BY ALL
+"""
+
+_STANDING = """
+SELECT f.fact_id, f.project, f.updated_by, coalesce(t.tier, 'short_term') AS tier,
+    EXISTS (SELECT 1 FROM signals s WHERE s.subject = f.fact_id AND s.signal = 'correction') AS emotional,
+    list(DISTINCT h.ts) AS said, list(DISTINCT a.activated_at) FILTER (a.activated_at IS NOT NULL) AS used
+FROM facts f
+JOIN fact_history h USING (fact_id)
+LEFT JOIN activation_log a ON a.memory_id = f.fact_id
+LEFT JOIN tiers t ON t.memory_id = f.fact_id
+WHERE f.expired_at IS NULL AND f.superseded_by IS NULL AND f.invalid_at IS NULL
+GROUP BY ALL ORDER BY f.fact_id
+"""
+
+
+def lifecycle(db: duckdb.DuckDBPyConnection, now: datetime) -> Iterator[Derived]:
+    """Every promotion, archiving and expiry the snapshot in `db` calls for at `now`."""
+    sessions = _sessions_per_fact(db)
+    for fact_id, project, updated_by, tier, emotional, said, used in db.execute(_STANDING).fetchall():
+        if tier in ("long_term", "archived"):
+            continue
+        seen = sessions.get(fact_id, [])
+        if len(seen) >= PROMOTION_SESSIONS:
+            yield _promoted(fact_id, project, tier, seen)
+            continue
+        ages = [(now - ts).total_seconds() / _DAY_S for ts in [*said, *(used or [])]]
+        if scoring.activation_days(ages, emotional) < scoring.EXPIRY_THRESHOLD:
+            yield _expired(fact_id, project, updated_by)
+    yield from _archived(db, now)
+
+
+def _sessions_per_fact(db: duckdb.DuckDBPyConnection) -> dict[str, list[str]]:
+    """Each fact's sessions, as the first event of each that stated or recalled it, oldest first."""
+    found: dict[str, list[str]] = {}
+    for fact_id, first in db.execute(
+        f"SELECT fact_id, first FROM ({_FACT_SESSIONS}) ORDER BY 1, 2"
+    ).fetchall():
+        found.setdefault(fact_id, []).append(first)
+    return found
+
+
+def _promoted(fact_id: str, project: str, tier: str, sessions: list[str]) -> Derived:
+    payload = memory.TierPromoted(
+        memory_id=fact_id,
+        from_tier="short_term" if tier != "working" else "working",
+        to_tier="long_term",
+        reason=f"stated or recalled in {len(sessions)} sessions",
+    )
+    # the first three sessions' first events: a later session does not change what promoted it
+    causes = tuple(sessions[:PROMOTION_SESSIONS])
+    return Derived(kinds.TIER_PROMOTED, payload, project, causes, None, f"{fact_id}:long_term")
+
+
+def _expired(fact_id: str, project: str, updated_by: str) -> Derived:
+    payload = memory.FactExpired(
+        fact_id=fact_id, reason="its ACT-R activation fell below -2.0: not used for too long"
+    )
+    return Derived(kinds.FACT_EXPIRED, payload, project, (updated_by,), None, fact_id)
+
+
+def _archived(db: duckdb.DuckDBPyConnection, now: datetime) -> Iterator[Derived]:
+    rows = db.execute(
+        """
+        SELECT s.session_id, s.project, max(e.event_id)
+        FROM sessions s
+        JOIN (SELECT event_id, session_id FROM prompts UNION ALL SELECT event_id, session_id FROM tool_uses
+              UNION ALL SELECT event_id, session_id FROM messages) e USING (session_id)
+        LEFT JOIN tiers t ON t.memory_id = s.session_id
+        WHERE s.last_event_at < $cutoff AND t.tier IS DISTINCT FROM 'archived'
+        GROUP BY ALL ORDER BY 1
+        """,
+        {"cutoff": now - ARCHIVE_AFTER},
+    ).fetchall()
+    for session_id, project, newest in rows:
+        payload = memory.TierPromoted(
+            memory_id=session_id, from_tier="short_term", to_tier="archived", reason="no event in 30 days"
+        )
+        yield Derived(kinds.TIER_PROMOTED, payload, project, (newest,), session_id, f"{session_id}:archived")

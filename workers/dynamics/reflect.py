@@ -1,0 +1,162 @@
+"""Reflection without a model: an opinion formed from what recall found, weighed by evidence.
+
+Each recalled memory either supports the question's claim or contradicts it: it contradicts
+when it says something failed, is to be avoided or no longer holds ("not", "never", "failed",
+"avoid", "instead of", "anti-pattern", "ne ... pas", "jamais", "échoué"...); otherwise it supports.
+A memory's weight is how well it matches (relative to the best match), how strongly it comes to
+mind (its activation, as a 0..1 strength), how recent and how confident it is, shaped by the
+project's disposition (schemas/reflection.py):
+
+- literalism keeps only memories matching at least (literalism - 1) / 8 as well as the best
+  (1: every one; 5: half as well as the best);
+- empathy multiplies the user's own words (prompts, what they asked to remember, preferences)
+  by 1 + 0.25 (empathy - 3);
+- skepticism is prior evidence on both sides, 0.5 per point: the confidence of the side with
+  more weight W against the other's V is (W + k/2) / (W + V + k), 0.5 when memory is silent.
+
+An opinion above 0.9 is flagged for promotion into CLAUDE.md's memory section. Pure; when
+extraction's LLM is configured, `with_llm` has the model word and weigh the same evidence
+(within the same daily budget), and the evidence-weighted opinion stands when it cannot.
+"""
+
+import hashlib
+import math
+import re
+from collections.abc import Sequence
+
+import msgspec
+
+from schemas.llm import LLMUsed
+from schemas.recall import Scored
+from schemas.reflection import Disposition, Evidence, Reflection, Stance
+from workers.extraction.llm.config import LLMSettings
+from workers.extraction.llm.providers import Completion, ProviderError, complete
+
+PROMOTE_ABOVE = 0.9
+_USERS_OWN = {"prompt", "remembered", "preference"}
+_AGAINST = re.compile(
+    r"\b(?:not|never|no longer|don't|doesn't|didn't|won't|can't|cannot|fail(?:s|ed|ing|ure)?|broke|broken|"
+    r"avoid|instead of|anti-pattern|wrong|slow|bug(?:gy)?|error|reverted?|stop(?:ped)?|"
+    r"ne\s+\S+\s+pas|n'\S+\s+pas|jamais|plus jamais|échou\w*|éviter|au lieu de|cassé)\b",
+    re.IGNORECASE,
+)
+
+
+def opinion_id(project: str, query: str) -> str:
+    said = " ".join(query.lower().split())
+    return "opinion:" + hashlib.blake2b(f"{project}\0{said}".encode(), digest_size=10).hexdigest()
+
+
+def stance(text: str) -> Stance:
+    return "contradicts" if _AGAINST.search(text) else "supports"
+
+
+def weigh(results: Sequence[Scored], disposition: Disposition) -> list[Evidence]:
+    """The evidence among `results`, each with its weight (see the module's docstring)."""
+    best = max((r.relevance for r in results), default=0.0)
+    if best <= 0:
+        return []
+    floor = best * (disposition.literalism - 1) / 8
+    found = []
+    for r in results:
+        if r.relevance < floor:
+            continue
+        strength = 1.0 / (1.0 + math.exp(-r.activation)) if math.isfinite(r.activation) else 0.0
+        weight = (r.relevance / best) * (0.5 + 0.5 * strength) * (0.5 + 0.5 * r.recency) * r.confidence
+        if r.kind in _USERS_OWN:
+            weight *= 1 + 0.25 * (disposition.empathy - 3)
+        found.append(Evidence(r.memory_id, r.kind, r.text, stance(r.text), round(weight, 6), r.ts))
+    return found
+
+
+def reflect(
+    query: str, project: str, results: Sequence[Scored], disposition: Disposition, before: float | None = None
+) -> Reflection:
+    """The opinion the evidence in `results` makes on `query` (`before`: the confidence the
+    project's opinion on it had, if it had one)."""
+    evidence = weigh(results, disposition)
+    supporting = sorted((e for e in evidence if e.stance == "supports"), key=lambda e: -e.weight)
+    contradicting = sorted((e for e in evidence if e.stance == "contradicts"), key=lambda e: -e.weight)
+    pro, con = sum(e.weight for e in supporting), sum(e.weight for e in contradicting)
+    prior = 0.5 * disposition.skepticism
+    confidence = round((max(pro, con) + prior / 2) / (pro + con + prior), 6)
+    if not evidence:
+        statement = f"Memory holds nothing on {query!r}."
+    elif pro >= con:
+        statement = f"Memory supports it: {_said(supporting[0].text)}"
+    else:
+        statement = f"Memory argues against it: {_said(contradicting[0].text)}"
+    return Reflection(
+        query=query,
+        opinion_id=opinion_id(project, query),
+        statement=statement,
+        confidence=confidence,
+        supporting=supporting,
+        contradicting=contradicting,
+        revised_from=before,
+        promote=confidence > PROMOTE_ABOVE,
+    )
+
+
+def _said(text: str, limit: int = 300) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class _Judged(msgspec.Struct, frozen=True):
+    statement: str
+    confidence: float
+
+
+_SYSTEM = (
+    "You form an opinion for a coding agent from its memories. Weigh the memories given, each marked "
+    "as supporting or contradicting, with its weight. Answer in JSON: a one-sentence statement of "
+    "what memory says on the question, and your confidence (0 to 1) that it holds. Stay within the "
+    "evidence: no evidence means confidence 0.5."
+)
+
+
+def with_llm(
+    settings: LLMSettings, reflection: Reflection, disposition: Disposition, spent_today: int
+) -> tuple[Reflection | None, LLMUsed]:
+    """`reflection` as the configured model words and weighs it, or None (over budget, or it
+    failed): the caller keeps the evidence-weighted one. What it cost, either way."""
+
+    def used(outcome: str, reason: str = "", *calls: Completion) -> LLMUsed:
+        return LLMUsed(
+            provider=settings.provider,
+            model=settings.model,
+            input_tokens=sum(c.input_tokens for c in calls),
+            output_tokens=sum(c.output_tokens for c in calls),
+            outcome=outcome,  # type: ignore[arg-type]
+            reason=reason[:500],
+        )
+
+    if spent_today >= settings.daily_token_budget:
+        return None, used("over_budget", f"{spent_today} of {settings.daily_token_budget} tokens spent today")
+    evidence = "\n".join(
+        f"- [{e.stance}, weight {e.weight:.2f}] {_said(e.text)}"
+        for e in [*reflection.supporting, *reflection.contradicting]
+    )
+    prompt = (
+        f"Project background: {disposition.background or 'none given'}\n"
+        f"Disposition (1 to 5): skepticism {disposition.skepticism}, literalism {disposition.literalism}, "
+        f"empathy {disposition.empathy}\n\nQuestion: {reflection.query}\n\nMemories:\n{evidence or '(none)'}"
+    )
+    try:
+        answer = complete(settings, _SYSTEM, prompt, msgspec.json.schema(_Judged))
+    except ProviderError as e:
+        return None, used("fell_back", str(e), e.spent)
+    try:
+        judged = msgspec.json.decode(answer.text.strip().removeprefix("```json").strip("`\n "), type=_Judged)
+    except (msgspec.ValidationError, msgspec.DecodeError) as e:
+        return None, used("fell_back", f"not valid: {e}", answer)
+    confidence = round(min(max(judged.confidence, 0.0), 1.0), 6)
+    formed = msgspec.structs.replace(
+        reflection,
+        statement=judged.statement.strip() or reflection.statement,
+        confidence=confidence,
+        formed_by="llm",
+        promote=confidence > PROMOTE_ABOVE,
+    )
+    return formed, used("extracted", "", answer)

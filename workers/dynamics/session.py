@@ -1,0 +1,191 @@
+"""What a finished session changes in how memory behaves: the signals its prompts carry
+(preferences, principles, corrections, rising frustration), the preferences that now recur in
+enough sessions to crystallize, and the failures met often enough to be recurring.
+
+`think` takes the session's events (from the log) and a snapshot of the projections (the other
+sessions' signals and failures); it derives events, never writes a table. A correction's
+signal names the fact its words made (`subject`), so that fact weighs 1.5 in ACT-R
+(projections/recall/scoring.py).
+"""
+
+import hashlib
+from collections.abc import Iterator, Sequence
+from datetime import datetime
+
+import duckdb
+import msgspec
+
+from schemas import kinds, memory
+from schemas.events import Event
+from workers.dynamics import crystallize, signals
+from workers.dynamics.crystallize import Encode, Occurrence, Said
+from workers.extraction.derive import Derived, fact_id
+from workers.extraction.failures import runs, signature
+from workers.extraction.statements import statements
+
+_STATED_AS = {"decision": "decided_for", "rule": "prefers", "remember": "learned_that"}
+# what the user prefers, as the graph holds it (the facts a statement or a summary asserts)
+GRAPH_PREFERENCES = ("prefers", "decided_for", "decided_against", "uses")
+_PREFERRING = ("preference", "principle", "correction")
+
+
+def signal_id(session_id: str, text: str) -> str:
+    return "signal:" + hashlib.blake2b(f"{session_id}\0{text}".encode(), digest_size=10).hexdigest()
+
+
+def valence(score: float) -> float:
+    """HORA's frustration score (1 calm .. 5 furious) as a sentiment in -1..1 (0 calm)."""
+    return -min(max(score - 1.0, 0.0), 4.0) / 4.0
+
+
+def prompts(events: Sequence[Event]) -> list[tuple[Event, str]]:
+    """The session's prompts, in order, with their text."""
+    found = []
+    for event in sorted(events, key=lambda e: (e.ts, e.id)):
+        if event.kind == kinds.PROMPT_SUBMITTED:
+            prompt = msgspec.json.decode(event.payload).get("prompt")
+            if isinstance(prompt, str):
+                found.append((event, prompt))
+    return found
+
+
+def detected(events: Sequence[Event]) -> Iterator[Derived]:
+    """The session's signals: each preference, principle and correction once (at most
+    signals.MAX_PER_SESSION), and a frustration signal wherever its sentiment rises (HORA's
+    trend rule)."""
+    said = prompts(events)
+    if not said:
+        return
+    by_id = {event.id: (event, prompt) for event, prompt in said}
+    scores = {event.id: signals.sentiment(prompt) for event, prompt in said}
+    for event_id, signal in signals.session_signals((e.id, p) for e, p in said):
+        event, prompt = by_id[event_id]
+        payload = memory.SignalDetected(
+            signal_id=signal_id(event.session_id or "", signal.text),
+            signal=signal.kind,
+            text=signal.text,
+            subject=_stated_fact(event.project, prompt, signal) if signal.kind == "correction" else None,
+            sentiment=valence(scores[event_id]),
+        )
+        yield Derived(
+            kinds.SIGNAL_DETECTED, payload, event.project, (event.id,), event.session_id, payload.signal_id
+        )
+    yield from _frustration([e for e, _ in said], [scores[e.id] for e, _ in said])
+
+
+def _stated_fact(project: str, prompt: str, signal: signals.Signal) -> str | None:
+    """The fact extraction made of the corrected statement, if it made one."""
+    for statement in statements(prompt):
+        if signals.normalize(statement.text) in signal.text or signal.text in signals.normalize(
+            statement.text
+        ):
+            return fact_id(project, _STATED_AS[statement.said], statement.text)
+    return None
+
+
+def _frustration(events: list[Event], scores: list[float]) -> Iterator[Derived]:
+    for i in range(2, len(events)):
+        if signals.rising(scores[: i + 1]):
+            event = events[i]
+            text = f"frustration rising over three prompts, to {scores[i]:.1f} of 5"
+            payload = memory.SignalDetected(
+                signal_id=signal_id(event.session_id or "", f"frustration:{event.id}"),
+                signal="frustration",
+                text=text,
+                sentiment=valence(scores[i]),
+            )
+            causes = tuple(e.id for e in events[i - 2 : i + 1])
+            yield Derived(
+                kinds.SIGNAL_DETECTED, payload, event.project, causes, event.session_id, payload.signal_id
+            )
+
+
+def preferences(
+    db: duckdb.DuckDBPyConnection,
+    events: Sequence[Event],
+    fresh: Sequence[tuple[str, Derived]],
+    encode: Encode | None,
+) -> Iterator[Derived]:
+    """The preferences of the session's project that crystallize once its signals (`fresh`:
+    each with its event id) join the other sessions' and the graph's."""
+    first = min(events, key=lambda e: (e.ts, e.id))
+    project, session_id = first.project, first.session_id or ""
+    said = [*_said_before(db, project, session_id), *_said_now(fresh, {e.id: e.ts for e in events})]
+    for crystal in crystallize.crystallize(project, said, encode):
+        payload = memory.PreferenceCrystallized(
+            preference_id=crystal.preference_id,
+            statement=crystal.statement,
+            strength=crystal.strength,
+            evidence=crystal.evidence,
+        )
+        yield Derived(
+            kinds.PREFERENCE_CRYSTALLIZED, payload, project, crystal.caused_by, None, crystal.preference_id
+        )
+
+
+def _said_now(fresh: Sequence[tuple[str, Derived]], times: dict[str, datetime]) -> Iterator[Said]:
+    for event_id, derived in fresh:
+        signal = derived.payload
+        if isinstance(signal, memory.SignalDetected) and signal.signal in _PREFERRING:
+            ts = times[derived.caused_by[0]]
+            yield Said(event_id, derived.session_id or "", signal.text, ts, signal.signal)
+
+
+def _said_before(db: duckdb.DuckDBPyConnection, project: str, session_id: str) -> Iterator[Said]:
+    """The other sessions' signals of `project`, and the graph's preferences, each with the
+    sessions whose events asserted it."""
+    rows = db.execute(
+        """
+        SELECT s.event_id, s.session_id, s.text, s.ts, s.signal
+        FROM signals s JOIN sessions USING (session_id)
+        WHERE sessions.project = $project AND s.session_id <> $session
+            AND s.signal IN ('preference', 'principle', 'correction')
+        UNION ALL
+        SELECT h.event_id, said.session_id, f.description, h.ts, 'preference'
+        FROM facts_current f
+        JOIN fact_history h USING (fact_id)
+        JOIN provenance p ON p.event_id = h.event_id
+        JOIN (SELECT event_id, session_id FROM prompts UNION ALL SELECT event_id, session_id FROM compactions)
+            said ON said.event_id = p.caused_by
+        WHERE f.project = $project AND f.relation IN $relations AND said.session_id <> $session
+        """,
+        {"project": project, "session": session_id, "relations": list(GRAPH_PREFERENCES)},
+    ).fetchall()
+    for event_id, session, text, ts, kind in rows:
+        yield Said(event_id, session, signals.normalize(text), ts, kind)
+
+
+def failures(db: duckdb.DuckDBPyConnection, events: Sequence[Event]) -> Iterator[Derived]:
+    """Each failure signature this session met that has now been met 3 times or more in its
+    project (its occurrences in the other sessions read from the snapshot's errors)."""
+    ordered = sorted(events, key=lambda e: (e.ts, e.id))
+    by_id = {e.id: e for e in ordered}
+    now = [r for r in runs(ordered) if r.failed and r.output]
+    if not now:
+        return
+    project = by_id[now[0].event_id].project
+    session = by_id[now[0].event_id].session_id
+    met = [Occurrence(r.event_id, signature(r.output), by_id[r.event_id].ts, r.output[:300]) for r in now]
+    signatures = {o.signature for o in met}
+    before = db.execute(
+        "SELECT event_id, ts, error FROM errors WHERE project = ? AND session_id IS DISTINCT FROM ?",
+        [project, session],
+    ).fetchall()
+    met += [
+        o
+        for e, ts, error in before
+        if (o := Occurrence(e, signature(error), ts, error[:300])).signature in signatures
+    ]
+    for found in crystallize.recurring(met):
+        failure = memory.FailureRecurring(
+            failure_id=_failure_id(project, found.signature),
+            signature=found.signature,
+            occurrences=found.occurrences,
+            example=found.example,
+            last_seen=found.last_seen,
+        )
+        yield Derived(kinds.FAILURE_RECURRING, failure, project, found.caused_by, None, failure.failure_id)
+
+
+def _failure_id(project: str, signature: str) -> str:
+    return "failure:" + hashlib.blake2b(f"{project}\0{signature}".encode(), digest_size=10).hexdigest()
