@@ -129,30 +129,41 @@ UNION
 SELECT e.entity_id, m.project FROM memory_entities e JOIN memory_texts m USING (memory_id);
 
 -- Hebbian learning between entities recalled together: each recall that returns memories of
--- both moves their weight w to w + 0.1 (1 - w), so after n such recalls w = 1 - 0.9^n.
+-- both moves their weight w to w + 0.1 (1 - w), so after n such recalls w = 1 - 0.9^n; unused, it
+-- decays, w (1 - 0.01 dt), dt the days since they were last recalled together (gone in 100).
 CREATE VIEW associations AS
 WITH recalled AS (
-    SELECT DISTINCT r.event_id, e.entity_id
-    FROM (SELECT event_id, unnest(results) AS memory_id FROM retrievals) r
+    SELECT DISTINCT r.event_id, r.ts, e.entity_id
+    FROM (SELECT event_id, ts, unnest(results) AS memory_id FROM retrievals) r
     JOIN memory_entities e USING (memory_id)
 )
 SELECT a.entity_id AS entity_a, b.entity_id AS entity_b, count(*) AS recalled_together,
-    1 - pow(0.9, count(*)) AS weight
+    max(a.ts) AS last_together,
+    (1 - pow(0.9, count(*))) * greatest(0, 1 - 0.01 * date_diff('second', max(a.ts), now()) / 86400) AS weight
 FROM recalled a JOIN recalled b ON a.event_id = b.event_id AND a.entity_id < b.entity_id
 GROUP BY ALL;
 
--- One row: how healthy memory is. embedding_coverage: the share of memory_texts whose text as it
--- is now has its vectors (`embedded` is what the embedder last published).
+-- One row: how healthy memory is, HORA's eight metrics. embedding_coverage: the share of
+-- memory_texts whose text as it is now has its vectors (`embedded` is what the embedder last
+-- published); average_activation: the mean ACT-R activation over days of the facts recall shows
+-- (each use, its learning included, a day old at least; workers/dynamics/lifecycle.py expires
+-- those below -2.0); dream_efficiency: facts the dream cycle distilled per episode.
 CREATE VIEW memory_health AS
 SELECT
     (SELECT count(*) FROM facts_current) AS facts,
     (SELECT 1 - count(DISTINCT lower(description)) / greatest(count(*), 1) FROM facts_current) AS duplicate_ratio,
     (SELECT count(e.memory_id) / nullif(count(*), 0) FROM memory_documents m
         LEFT JOIN embedded e USING (memory_id, content_hash)) AS embedding_coverage,
-    (SELECT count(*) FROM activation_log a JOIN facts_current f ON a.memory_id = f.fact_id)
-        / greatest((SELECT count(*) FROM facts_current), 1) AS average_activations,
+    (SELECT avg(activation) FROM (
+        SELECT ln(sum(pow(greatest(date_diff('second', u.at, now()) / 86400, 1), -0.5))) AS activation
+        FROM (SELECT fact_id AS memory_id, ts AS at FROM fact_history
+              UNION ALL SELECT memory_id, activated_at FROM activation_log WHERE cause NOT IN ('used', 'failed')) u
+        JOIN facts_current f ON f.fact_id = u.memory_id
+        GROUP BY u.memory_id)) AS average_activation,
     (SELECT avg((reconsolidations > 0)::INT) FROM facts) AS reconsolidation_rate,
     (SELECT avg((len(results) > 0)::INT) FROM retrievals) AS retrieval_hit_rate,
+    (SELECT count(*) FILTER (network = 'observation') FROM facts)
+        / nullif((SELECT count(*) FROM episodes WHERE session_id IS NOT NULL), 0) AS dream_efficiency,
     (SELECT histogram(memory_type) FROM facts_current) AS memory_types,
     (SELECT avg(confidence) FROM facts_current) AS average_confidence;
 

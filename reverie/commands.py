@@ -13,14 +13,18 @@ FACT_CATEGORIES: tuple[str, ...] = typing.get_args(Category)
 
 DESCRIPTION = """\
 Long-term memory for AI coding agents. Claude Code hooks record every prompt, tool use and
-outcome as an immutable event; background workers archive and (in later versions) learn from
-them. Data lives in $REVERIE_HOME (default: $XDG_DATA_HOME/reverie or ~/.local/share/reverie).
-With REDIS_URL unset, reverie runs its own embedded server there; set REDIS_URL to share one.
+outcome as an immutable event; background workers archive them and learn from them: facts,
+episodes, preferences that crystallize, what fades and what a dream cycle consolidates; every
+new prompt gets the memories that matter. Data lives in $REVERIE_HOME (default:
+$XDG_DATA_HOME/reverie or ~/.local/share/reverie). With REDIS_URL unset, reverie runs its own
+embedded server there; set REDIS_URL to share one.
 
 Start here:
   reverie up --detach            start the stack in the background
   reverie import                 backfill from ~/.claude/projects
   reverie sql "select kind, count(*) from events group by kind"
+  reverie recall "how do we run the tests?"
+  reverie reflect "should we keep DuckDB for analytics?"
 """
 
 

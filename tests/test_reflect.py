@@ -2,12 +2,15 @@
 the disposition read from the project's file with a clear answer when it is wrong."""
 
 import pathlib
+from datetime import UTC, datetime
 
+import msgspec
 import pytest
 
 from reverie.reflecting import BadDisposition, disposition
 from schemas.recall import Scored
 from schemas.reflection import Disposition
+from schemas.settings import Settings
 from workers.dynamics.reflect import opinion_id, reflect, stance, weigh
 
 
@@ -70,3 +73,40 @@ def test_the_disposition_comes_from_the_projects_file(tmp_path: pathlib.Path) ->
     (tmp_path / ".reverie.toml").write_text("[reflect]\nempathy = 9\n")
     with pytest.raises(BadDisposition, match="1 to 5"):
         disposition(str(tmp_path))
+
+
+def test_an_opinion_is_recorded_then_revised_by_new_evidence(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path
+) -> None:
+    """With the stack down, the events wait in the spool; folded, the next reflection revises."""
+    from ingest.spool import spooled
+    from reverie import reflecting
+    from reverie.testing import Folding, make_event
+    from schemas import kinds
+    from schemas.events import decode_event
+    from schemas.recall import Recall
+
+    prompt = make_event(
+        kinds.PROMPT_SUBMITTED, {"prompt": "DuckDB fits"}, id="01JCZ0000000000000000000AB",
+        ts=datetime(2026, 11, 1, tzinfo=UTC), recorded_at=datetime(2026, 11, 1, tzinfo=UTC),
+        project=str(tmp_path), source=kinds.SOURCE_CLAUDE_CODE, session_id="s1",
+    )  # fmt: skip
+    folding = Folding(settings)
+    folding.fold([prompt])
+    evidence = [scored(prompt.id, "DuckDB fits the analytics workload", kind="prompt")]
+    monkeypatch.setattr(reflecting, "find", lambda *_: Recall("q", "question", [], None, list(evidence)))
+
+    def recorded() -> list[tuple[str, dict[str, object]]]:
+        events = [decode_event(open(path, "rb").read()) for path in spooled(settings.spool_dir)]
+        return [(e.kind, msgspec.json.decode(e.payload)) for e in events]
+
+    first = reflecting.reflection(settings, "DuckDB for analytics?", str(tmp_path), kinds.SOURCE_CLI)
+    [(kind, formed)] = recorded()
+    assert kind == kinds.OPINION_FORMED and formed["confidence"] == first.confidence > 0.5
+    folding.fold([decode_event(open(p, "rb").read()) for p in spooled(settings.spool_dir)])
+    evidence.append(scored(prompt.id, "DuckDB failed under concurrent writers", kind="fact"))
+    second = reflecting.reflection(settings, "DuckDB for analytics?", str(tmp_path), kinds.SOURCE_CLI)
+    assert second.revised_from == first.confidence and second.confidence < first.confidence
+    assert [e.memory_id for e in second.contradicting] == [prompt.id]
+    assert [k for k, _ in recorded()].count(kinds.OPINION_REVISED) == 1
+    folding.close()

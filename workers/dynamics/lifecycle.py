@@ -5,8 +5,8 @@ Three tiers, after HORA:
 - **T1, working memory** (`working`): what was learned in the last 24 hours. Its age says so;
   no event is needed (the view `memory_tiers`).
 - **T2, short term** (`short_term`): every other fact, kept while its ACT-R activation over days
-  (projections/recall/scoring.py: each use, its learning included, counts; a correction
-  weighs 1.5) stays at or above -2.0. Once below, the fact expires (`fact.expired`): recall no longer
+  (projections/recall/scoring.py: each use, its learning included, counts; a correction or a
+  failure weighs 1.5) stays at or above -2.0. Once below, the fact expires (`fact.expired`): recall no longer
   shows it; it is never deleted, and `facts_as_of` (`reverie recall --as-of`) still finds it
   before then. A fact used once lasts about 55 days; every use lengthens its stay.
 - **T3, long term** (`long_term`): a fact stated or recalled in 3 or more sessions is promoted
@@ -55,7 +55,9 @@ GROUP BY ALL
 
 _STANDING = """
 SELECT f.fact_id, f.project, f.updated_by, coalesce(t.tier, 'short_term') AS tier,
-    EXISTS (SELECT 1 FROM signals s WHERE s.subject = f.fact_id AND s.signal = 'correction') AS emotional,
+    f.category = 'errors' OR EXISTS (
+        SELECT 1 FROM signals s WHERE s.subject = f.fact_id AND s.signal = 'correction'
+    ) AS emotional,
     list(DISTINCT h.ts) AS said, list(DISTINCT a.activated_at) FILTER (a.activated_at IS NOT NULL) AS used
 FROM facts f
 JOIN fact_history h USING (fact_id)

@@ -1,0 +1,181 @@
+"""The scheduled jobs over a real store: the dream cycle consolidates the seed's example,
+communities are detected (and dissolved), each settled recall is judged once, and
+`reverie think` runs them from the command line."""
+
+import subprocess
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import fakeredis
+import msgspec
+import pytest
+
+from projections.sql import connect
+from reverie.testing import Folding, make_event, streamed
+from schemas import kinds, memory
+from schemas.events import Event
+from schemas.ids import new_event_id
+from schemas.settings import Settings
+from tests.conftest import REVERIE
+from workers.dynamics.jobs import think_communities, think_decay, think_dream
+
+PROJECT = "/home/u/app"
+NOW = datetime.now(UTC).replace(microsecond=0)
+RFG, USER, D3 = "library:rfg", "person:user", "library:d3"
+
+
+def _event(
+    kind: str, payload: Any, hours_ago: float, session: str | None, causes: tuple[str, ...] = ()
+) -> Event:
+    when = NOW - timedelta(hours=hours_ago)
+    return make_event(
+        kind, payload, id=new_event_id(int(when.timestamp() * 1000)), ts=when, recorded_at=when,
+        project=PROJECT, source=kinds.SOURCE_WORKER if causes else kinds.SOURCE_CLAUDE_CODE,
+        session_id=session, caused_by=causes,
+    )  # fmt: skip
+
+
+def entity(entity_id: str, name: str, cause: Event) -> Event:
+    observed = memory.EntityObserved(entity_id=entity_id, type="library", name=name, normalized_name=name)
+    return _event(kinds.ENTITY_OBSERVED, observed, 50, None, (cause.id,))
+
+
+def session(n: int, entities: tuple[str, ...], hours_ago: float) -> list[Event]:
+    said = _event(kinds.PROMPT_SUBMITTED, {"prompt": f"work {n}"}, hours_ago, f"s{n}")
+    episode = memory.EpisodeRecorded(
+        episode_id=f"ep{n}", session_id=f"s{n}", title=f"session {n}", summary="...",
+        started_at=said.ts, ended_at=said.ts, entities=list(entities),
+    )  # fmt: skip
+    return [said, _event(kinds.EPISODE_RECORDED, episode, hours_ago, f"s{n}", (said.id,))]
+
+
+def fact(fact_id: str, source: str, target: str, cause: Event, description: str = "") -> Event:
+    asserted = memory.FactAsserted(
+        fact_id=fact_id, source=source, relation="uses", target=target, description=description or fact_id
+    )
+    return _event(
+        kinds.FACT_ASSERTED, asserted, (NOW - cause.ts).total_seconds() / 3600, cause.session_id, (cause.id,)
+    )
+
+
+@pytest.fixture
+def store(settings: Settings) -> Iterator[Folding]:
+    sessions = [
+        session(1, (USER, RFG), 30), session(2, (USER, RFG, D3), 20), session(3, (USER, RFG), 10),
+        session(4, ("file:README.md",), 5), session(5, ("tool:git",), 4),
+    ]  # fmt: skip
+    first = sessions[0][0]
+    events = [e for s in sessions for e in s]
+    events += [
+        entity(RFG, "react-force-graph", first),
+        entity(USER, "the user", first),
+        entity(D3, "d3", first),
+    ]
+    events += [
+        fact(f"f{n}", USER, RFG, s[0], "the user uses react-force-graph") for n, s in enumerate(sessions[:3])
+    ]
+    folding = Folding(settings)
+    folding.fold(events)
+    yield folding
+    folding.close()
+
+
+def said(emitted: list[Event], kind: str) -> list[dict[str, Any]]:
+    return [msgspec.json.decode(e.payload) for e in emitted if e.kind == kind]
+
+
+def test_the_dream_cycle_consolidates_the_seeds_example_in_a_store(
+    store: Folding, settings: Settings
+) -> None:
+    client = fakeredis.FakeRedis()
+    counts = think_dream(client, settings, at=NOW)
+    emitted = streamed(client)
+    [consolidated] = said(emitted, kinds.EPISODE_CONSOLIDATED)
+    assert consolidated["from_episodes"] == ["ep1", "ep2", "ep3"]
+    duplicates = said(emitted, kinds.FACT_EXPIRED)  # f0, f1, f2 say the same: one stands for them
+    assert sorted((d["fact_id"], d["duplicate_of"]) for d in duplicates) == [("f1", "f0"), ("f2", "f0")]
+    assert counts[kinds.EPISODE_CONSOLIDATED] == 1
+    store.fold(emitted)
+    db = connect(settings)
+    into = dict(
+        db.execute(
+            "SELECT episode_id, consolidated_into FROM episodes WHERE session_id IS NOT NULL"
+        ).fetchall()
+    )
+    assert into["ep1"] == into["ep2"] == into["ep3"] == consolidated["episode_id"] and into["ep4"] is None
+    assert db.execute("SELECT duplicate_of FROM facts WHERE fact_id = 'f1'").fetchone() == ("f0",)
+    client = fakeredis.FakeRedis()
+    think_dream(client, settings, at=NOW)
+    assert said(streamed(client), kinds.EPISODE_CONSOLIDATED) == []  # consolidated once
+
+
+def test_communities_are_detected_and_dissolved_as_events(store: Folding, settings: Settings) -> None:
+    client = fakeredis.FakeRedis()
+    think_communities(client, settings)
+    emitted = streamed(client)
+    [community] = said(emitted, kinds.COMMUNITY_DETECTED)
+    assert (sorted(community["members"]), community["hub"]) == (sorted([USER, RFG]), RFG)
+    assert community["label"] == "react-force-graph" and sorted(community["facts"]) == ["f0", "f1", "f2"]
+    store.fold(emitted)
+    ended = [
+        _event(kinds.FACT_EXPIRED, memory.FactExpired(fact_id=f, reason="test"), 1, None, (emitted[0].id,))
+        for f in ("f0", "f1", "f2")
+    ]
+    store.fold(ended)
+    client = fakeredis.FakeRedis()
+    think_communities(client, settings)
+    [dissolved] = said(streamed(client), kinds.COMMUNITY_DETECTED)
+    assert (dissolved["community_id"], dissolved["members"]) == (community["community_id"], [])
+
+
+def test_each_settled_recall_is_judged_once_used_or_failed(store: Folding, settings: Settings) -> None:
+    recall = _event(
+        kinds.MEMORY_RETRIEVED, {"query": "graph", "results": ["f0", "f1"], "session_id": "s9"}, 30, "s9"
+    )
+    answer = _event(
+        kinds.ASSISTANT_STOPPED, {"last_assistant_message": "the user uses react-force-graph here"}, 29, "s9"
+    )
+    store.fold([recall, answer])
+    client = fakeredis.FakeRedis()
+    think_decay(client, settings, at=NOW)
+    judged = sorted((j["memory_id"], j["cause"]) for j in said(streamed(client), kinds.ACTIVATION_RECORDED))
+    assert judged == [("f0", "used"), ("f1", "used")]
+    store.fold(streamed(client))
+    client = fakeredis.FakeRedis()
+    think_decay(client, settings, at=NOW)
+    assert streamed(client) == []  # judged once
+
+
+def test_reverie_think_runs_a_job_here_with_a_progress_bar(env: dict[str, str]) -> None:
+    down = subprocess.run([*REVERIE, "think", "lifecycle", "--now"], env=env, capture_output=True, text=True)
+    assert down.returncode == 1 and "reverie up" in down.stderr and "Traceback" not in down.stderr
+    helped = subprocess.run([*REVERIE, "think", "--help"], env=env, capture_output=True, text=True)
+    assert "lifecycle" in helped.stdout and "every 6 hours" in helped.stdout
+
+
+def test_hebbian_weights_decay_when_unused(store: Folding, settings: Settings) -> None:
+    long_ago = _event(
+        kinds.MEMORY_RETRIEVED, {"query": "g", "results": ["f0"], "session_id": "s8"}, 50 * 24, "s8"
+    )
+    store.fold([long_ago])
+    [(weight,)] = connect(settings).execute("SELECT weight FROM associations").fetchall()
+    assert weight == pytest.approx(0.1 * (1 - 0.01 * 50), rel=1e-3)  # one recall, 50 days unused
+    store.fold(
+        [_event(kinds.MEMORY_RETRIEVED, {"query": "g", "results": ["f1"], "session_id": "s8"}, 0, "s8")]
+    )
+    [(weight,)] = connect(settings).execute("SELECT weight FROM associations").fetchall()
+    assert weight == pytest.approx(1 - 0.9**2, rel=1e-3)  # recalled together again just now
+
+
+def test_memory_health_has_horas_eight_metrics(store: Folding, settings: Settings) -> None:
+    cursor = connect(settings).execute("SELECT * FROM memory_health")
+    health = dict(zip([d[0] for d in cursor.description], cursor.fetchone() or (), strict=True))
+    assert {
+        "duplicate_ratio", "embedding_coverage", "average_activation", "reconsolidation_rate",
+        "retrieval_hit_rate", "dream_efficiency", "memory_types", "average_confidence",
+    } <= set(health)  # fmt: skip
+    # three facts, each learned 10 to 30 hours ago (a day old at least): ln(1) = 0
+    assert health["average_activation"] == pytest.approx(0.0, abs=0.05)
+    assert health["duplicate_ratio"] == pytest.approx(2 / 3)  # three facts say the same
+    assert health["dream_efficiency"] == 0  # no dream yet
