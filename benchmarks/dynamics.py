@@ -30,10 +30,9 @@ import pyarrow as pa
 from rq import Queue, Worker
 
 from projections.vectors import Vectors, vectors_path
-from reverie.testing import Folding, make_event
+from reverie.testing import Folding, event_at
 from schemas import kinds, memory
 from schemas.events import Event
-from schemas.ids import new_event_id
 from schemas.settings import QUEUE, Settings
 from workers.dynamics.jobs import think_dream, think_lifecycle
 from workers.redis_client import connect, is_up
@@ -56,11 +55,7 @@ def measured(job: str) -> dict[str, Any]:
 
 
 def _event(kind: str, payload: Any, when: datetime, session: str, causes: tuple[str, ...] = ()) -> Event:
-    return make_event(
-        kind, payload, id=new_event_id(int(when.timestamp() * 1000)), ts=when, recorded_at=when,
-        project=PROJECT, source=kinds.SOURCE_WORKER if causes else kinds.SOURCE_CLAUDE_CODE,
-        session_id=session, caused_by=causes,
-    )  # fmt: skip
+    return event_at(kind, payload, when, project=PROJECT, session_id=session, caused_by=causes)
 
 
 def build(settings: Settings, sessions: int, facts_per_session: int) -> dict[str, int]:

@@ -18,7 +18,8 @@ from ingest.transcripts import ImportedEvent
 from projections.event_log import EventLog
 from projections.projector import Projector
 from schemas.events import Event, check_provenance, decode_event
-from schemas.kinds import SOURCE_IMPORT
+from schemas.ids import new_event_id
+from schemas.kinds import SOURCE_CLAUDE_CODE, SOURCE_IMPORT, SOURCE_WORKER
 from schemas.settings import STREAM, Settings
 
 if TYPE_CHECKING:
@@ -52,6 +53,30 @@ def make_event(
         agent=agent,
         source=source,
         payload=msgspec.Raw(msgspec.json.encode(payload)),
+        caused_by=caused_by,
+    )
+
+
+def event_at(
+    kind: str,
+    payload: msgspec.Struct | dict[str, Any],
+    when: datetime,
+    *,
+    project: str,
+    session_id: str | None = None,
+    caused_by: tuple[str, ...] = (),
+) -> Event:
+    """An event that happened (and was recorded) at `when`, its id of that moment: a worker's
+    when it has causes, else one Claude Code's hooks recorded."""
+    return make_event(
+        kind,
+        payload,
+        id=new_event_id(int(when.timestamp() * 1000)),
+        ts=when,
+        recorded_at=when,
+        project=project,
+        source=SOURCE_WORKER if caused_by else SOURCE_CLAUDE_CODE,
+        session_id=session_id,
         caused_by=caused_by,
     )
 

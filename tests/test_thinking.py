@@ -12,10 +12,9 @@ import msgspec
 import pytest
 
 from projections.sql import connect
-from reverie.testing import Folding, make_event, streamed
+from reverie.testing import Folding, event_at, streamed
 from schemas import kinds, memory
 from schemas.events import Event
-from schemas.ids import new_event_id
 from schemas.settings import Settings
 from tests.conftest import REVERIE
 from workers.dynamics.jobs import think_communities, think_decay, think_dream
@@ -29,11 +28,7 @@ def _event(
     kind: str, payload: Any, hours_ago: float, session: str | None, causes: tuple[str, ...] = ()
 ) -> Event:
     when = NOW - timedelta(hours=hours_ago)
-    return make_event(
-        kind, payload, id=new_event_id(int(when.timestamp() * 1000)), ts=when, recorded_at=when,
-        project=PROJECT, source=kinds.SOURCE_WORKER if causes else kinds.SOURCE_CLAUDE_CODE,
-        session_id=session, caused_by=causes,
-    )  # fmt: skip
+    return event_at(kind, payload, when, project=PROJECT, session_id=session, caused_by=causes)
 
 
 def entity(entity_id: str, name: str, cause: Event) -> Event:

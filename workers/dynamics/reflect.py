@@ -26,11 +26,11 @@ from collections.abc import Sequence
 
 import msgspec
 
-from schemas.llm import LLMUsed
+from schemas.llm import LLMUsed, Spent
 from schemas.recall import Scored
 from schemas.reflection import Disposition, Evidence, Reflection, Stance
 from workers.extraction.llm.config import LLMSettings
-from workers.extraction.llm.providers import Completion, ProviderError, complete
+from workers.extraction.llm.providers import Completion, ProviderError, complete, spent
 
 PROMOTE_ABOVE = 0.9
 _USERS_OWN = {"prompt", "remembered", "preference"}
@@ -122,15 +122,8 @@ def with_llm(
     """`reflection` as the configured model words and weighs it, or None (over budget, or it
     failed): the caller keeps the evidence-weighted one. What it cost, either way."""
 
-    def used(outcome: str, reason: str = "", *calls: Completion) -> LLMUsed:
-        return LLMUsed(
-            provider=settings.provider,
-            model=settings.model,
-            input_tokens=sum(c.input_tokens for c in calls),
-            output_tokens=sum(c.output_tokens for c in calls),
-            outcome=outcome,  # type: ignore[arg-type]
-            reason=reason[:500],
-        )
+    def used(outcome: Spent, reason: str = "", *calls: Completion) -> LLMUsed:
+        return spent(settings, outcome, reason, *calls)
 
     if spent_today >= settings.daily_token_budget:
         return None, used("over_budget", f"{spent_today} of {settings.daily_token_budget} tokens spent today")

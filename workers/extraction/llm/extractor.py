@@ -14,7 +14,7 @@ import msgspec
 
 from schemas import kinds, memory
 from schemas.events import Event
-from schemas.llm import Extracted, LLMUsed, extracted_schema
+from schemas.llm import Extracted, LLMUsed, Spent, extracted_schema
 from schemas.ontology import RELATIONS, normalize_relation, topic_of, tulving_type
 from schemas.registry import DERIVED_KINDS
 from schemas.text import clean, is_noise
@@ -23,7 +23,7 @@ from workers.extraction.derive import Derived, fact_id
 from workers.extraction.episodes import episode_id
 from workers.extraction.files import canonical_name, entity_id
 from workers.extraction.llm.config import LLMSettings
-from workers.extraction.llm.providers import Completion, ProviderError, complete
+from workers.extraction.llm.providers import Completion, ProviderError, complete, spent
 
 DIGEST_MAX = 30_000
 _TURN_MAX = 1_500
@@ -90,15 +90,8 @@ def _cut(text: str, limit: int) -> str:
 def ask(settings: LLMSettings, events: list[Event], spent_today: int) -> Asked:
     """The session's memory as the configured model extracts it (see the module's docstring)."""
 
-    def used(outcome: str, reason: str = "", *calls: Completion) -> LLMUsed:
-        return LLMUsed(
-            provider=settings.provider,
-            model=settings.model,
-            input_tokens=sum(c.input_tokens for c in calls),
-            output_tokens=sum(c.output_tokens for c in calls),
-            outcome=outcome,  # type: ignore[arg-type]
-            reason=reason[:500],
-        )
+    def used(outcome: Spent, reason: str = "", *calls: Completion) -> LLMUsed:
+        return spent(settings, outcome, reason, *calls)
 
     if spent_today >= settings.daily_token_budget:
         return Asked(

@@ -23,6 +23,7 @@ from typing import Any
 
 import msgspec
 
+from schemas.llm import LLMUsed, Spent
 from schemas.settings import HOOKS_OFF
 from workers.extraction.llm.config import LLMSettings
 
@@ -42,6 +43,18 @@ class ProviderError(Exception):
     def __init__(self, reason: str, spent: Completion | None = None) -> None:
         super().__init__(reason)
         self.spent = spent or Completion("")
+
+
+def spent(settings: LLMSettings, outcome: Spent, reason: str = "", *calls: Completion) -> LLMUsed:
+    """What asking the model cost, as the `llm.used` event records it."""
+    return LLMUsed(
+        provider=settings.provider,
+        model=settings.model,
+        input_tokens=sum(c.input_tokens for c in calls),
+        output_tokens=sum(c.output_tokens for c in calls),
+        outcome=outcome,
+        reason=reason[:500],
+    )
 
 
 def complete(settings: LLMSettings, system: str, prompt: str, schema: dict[str, Any]) -> Completion:
