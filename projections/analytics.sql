@@ -24,11 +24,13 @@ SELECT f.fact_id AS memory_id, f.project,
     coalesce(t.since, f.created_at) AS since
 FROM facts f LEFT JOIN tiers t ON t.memory_id = f.fact_id;
 
--- Each month's mood per project: its signals' sentiment (-1 furious .. 0 calm), and how often
--- frustration rose (HORA's trend rule) or the user corrected the agent.
+-- Each month's mood per project: its sessions' mean sentiment (each session's prompts' lexical
+-- frustration, -1 furious .. 0 calm), and how often frustration rose (HORA's trend rule) or the
+-- user corrected the agent.
 CREATE VIEW monthly_sentiment AS
-SELECT date_trunc('month', s.ts) AS month, ss.project, count(*) AS signals,
-    avg(s.sentiment) AS average_sentiment,
+SELECT date_trunc('month', s.ts) AS month, ss.project,
+    count(*) FILTER (s.signal = 'mood') AS sessions,
+    avg(s.sentiment) FILTER (s.signal = 'mood') AS average_sentiment,
     count(*) FILTER (s.signal = 'frustration') AS frustrations,
     count(*) FILTER (s.signal = 'correction') AS corrections
 FROM signals s LEFT JOIN sessions ss USING (session_id)

@@ -125,7 +125,10 @@ class EpisodeConsolidated(msgspec.Struct, kw_only=True):
 
 class SignalDetected(msgspec.Struct, kw_only=True):
     signal_id: str
-    signal: Literal["correction", "preference", "principle", "frustration", "praise", "confusion", "decision"]
+    # mood: a session's, its prompts' mean frustration (workers/dynamics/signals.py) as `sentiment`
+    signal: Literal[
+        "correction", "preference", "principle", "frustration", "mood", "praise", "confusion", "decision"
+    ]
     text: str
     subject: str | None = None  # entity_id
     sentiment: Sentiment = 0.0

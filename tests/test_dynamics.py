@@ -2,6 +2,7 @@
 
 import json
 import pathlib
+import subprocess
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from functools import partial
@@ -13,7 +14,7 @@ from ingest.emit import Worker, append, encode
 from schemas import kinds, memory
 from schemas.ids import new_event_id
 from schemas.settings import QUEUE, Settings
-from tests.conftest import Stack, run_hook, wait_for
+from tests.conftest import REVERIE, Stack, run_hook, wait_for
 from workers.dynamics.jobs import think_lifecycle
 from workers.redis_client import connect
 
@@ -73,7 +74,7 @@ def two_workers(env: dict[str, str], settings: Settings) -> Iterator[Stack]:
 
 
 def test_the_lifecycle_run_by_two_workers_at_once_emits_each_event_once(
-    two_workers: Stack, settings: Settings
+    two_workers: Stack, settings: Settings, env: dict[str, str]
 ) -> None:
     client = connect(settings, timeout=None)  # it waits on the jobs' results
     now = datetime.now(UTC)
@@ -115,3 +116,13 @@ def test_the_lifecycle_run_by_two_workers_at_once_emits_each_event_once(
         lambda: len(e := emitted()) >= len(expected) and e, timeout=60, what="the lifecycle's events"
     )
     assert sorted(found) == sorted(expected)  # each once
+
+    thought = subprocess.run(
+        [*REVERIE, "think", "dream"], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert thought.returncode == 0 and "dream: " in thought.stderr, thought.stderr  # a worker ran it
+    status = json.loads(subprocess.run([*REVERIE, "status", "--json"], env=env, capture_output=True).stdout)
+    planned = {job["name"]: job for job in status["scheduled"]}
+    assert set(planned) == {"lifecycle", "dream", "communities", "decay"}
+    assert all(job["next_run"] for job in planned.values())  # RQ's cron scheduler has them
+    assert status["memory_health"]["facts"] >= 1

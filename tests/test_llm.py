@@ -413,3 +413,26 @@ def test_claude_p_is_repaired_once_then_falls_back(
     finally:
         down.close()
     assert fell.extracted is None and fell.used.outcome == "fell_back" and "exited 1" in fell.used.reason
+
+
+def test_reflection_worded_by_the_model_within_its_budget(serve: Callable[[list[Answer]], FakeLLM]) -> None:
+    from schemas.recall import Scored
+    from schemas.reflection import Disposition
+    from workers.dynamics.reflect import reflect, with_llm
+
+    found = [Scored("m1", "fact", "DuckDB fits analytics", None, "p", None, None, 1, 1, 0, 1, 1, 1, [], {})]
+    weighed = reflect("DuckDB for analytics?", "p", found, Disposition())
+    fake = serve([(200, openai_says({"statement": "Keep DuckDB for analytics.", "confidence": 0.95}), 0)])
+    worded, used = with_llm(configured("openai", fake), weighed, Disposition(background="a CLI"), 0)
+    assert worded is not None and (worded.statement, worded.confidence, worded.formed_by) == (
+        "Keep DuckDB for analytics.", 0.95, "llm",
+    )  # fmt: skip
+    assert worded.promote and worded.supporting == weighed.supporting  # the evidence stays the evidence
+    assert (used.outcome, used.input_tokens, used.output_tokens) == ("extracted", 1000, 250)
+    said = json.dumps(fake.requests[0])
+    assert "DuckDB fits analytics" in said and "a CLI" in said
+    wrong = serve([(200, openai_says("not json"), 0)])
+    assert with_llm(configured("openai", wrong), weighed, Disposition(), 0)[0] is None
+    spent = serve([(200, openai_says({"statement": "x", "confidence": 1}), 0)])
+    kept, used = with_llm(configured("openai", spent, budget=10), weighed, Disposition(), 10)
+    assert kept is None and used.outcome == "over_budget" and spent.requests == []

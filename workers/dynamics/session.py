@@ -1,5 +1,5 @@
 """What a finished session changes in how memory behaves: the signals its prompts carry
-(preferences, principles, corrections, rising frustration), the preferences that now recur in
+(preferences, principles, corrections, rising frustration, its mood), the preferences that now recur in
 enough sessions to crystallize, and the failures met often enough to be recurring.
 
 `think` takes the session's events (from the log) and a snapshot of the projections (the other
@@ -71,6 +71,21 @@ def detected(events: Sequence[Event]) -> Iterator[Derived]:
             kinds.SIGNAL_DETECTED, payload, event.project, (event.id,), event.session_id, payload.signal_id
         )
     yield from _frustration([e for e, _ in said], [scores[e.id] for e, _ in said])
+    yield _mood([e for e, _ in said], [scores[e.id] for e, _ in said])
+
+
+def _mood(events: list[Event], scores: list[float]) -> Derived:
+    """The session's mood: its prompts' mean frustration (the monthly aggregates average it)."""
+    mean = sum(scores) / len(scores)
+    first, last = events[0], events[-1]
+    payload = memory.SignalDetected(
+        signal_id=signal_id(first.session_id or "", "mood"),
+        signal="mood",
+        text=f"mean frustration {mean:.2f} of 5 over {len(scores)} prompts",
+        sentiment=round(valence(mean), 6),
+    )
+    causes = tuple(sorted({first.id, last.id}))
+    return Derived(kinds.SIGNAL_DETECTED, payload, first.project, causes, first.session_id, payload.signal_id)
 
 
 def _stated_fact(project: str, prompt: str, signal: signals.Signal) -> str | None:
