@@ -6,9 +6,11 @@ a tenth of them worded twice); every episode's vector in LanceDB (synthetic: 12 
 noise, so that HDBSCAN has clusters to find). Then, for each worker count, an embedded server
 and that many `reverie worker` processes; both jobs are enqueued at once and timed from the
 enqueue to the last result. Each job reports its own peak RSS (getrusage in its work horse,
-which RQ forks from a worker that already holds the embedding model) and CPU seconds.
+which RQ forks from a worker that already holds the embedding model) and CPU seconds. The
+worker counts take turns for `--rounds` rounds (1, 2, 1, 2...), and the medians are reported:
+on two cores the server and the workers compete, so one run of each is noisy.
 
-    python benchmarks/dynamics.py [--sessions 5000] [--facts-per-session 10]
+    python benchmarks/dynamics.py [--sessions 5000] [--facts-per-session 10] [--rounds 3]
 
 Prints one JSON line.
 """
@@ -18,6 +20,7 @@ import json
 import os
 import random
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -160,6 +163,7 @@ def main() -> None:
     )
     parser.add_argument("--sessions", type=int, default=5000)
     parser.add_argument("--facts-per-session", type=int, default=10)
+    parser.add_argument("--rounds", type=int, default=3, help="runs of each worker count, interleaved")
     args = parser.parse_args()
     home = tempfile.mkdtemp(prefix="rv-bench-")
     env = {**os.environ, "REVERIE_HOME": home}
@@ -168,8 +172,36 @@ def main() -> None:
     started = time.perf_counter()
     size = build(settings, args.sessions, args.facts_per_session)
     built = round(time.perf_counter() - started, 1)
-    runs = [run(settings, env, workers) for workers in (1, 2)]
-    print(json.dumps({"benchmark": "dynamics", **size, "build_seconds": built, "runs": runs}))
+    runs = [run(settings, env, workers) for _ in range(args.rounds) for workers in (1, 2)]
+    medians = {workers: summary([r for r in runs if r["workers"] == workers]) for workers in (1, 2)}
+    speedup = round(medians[1]["wall_seconds"] / medians[2]["wall_seconds"], 2)
+    print(
+        json.dumps(
+            {
+                "benchmark": "dynamics",
+                **size,
+                "build_seconds": built,
+                "rounds": args.rounds,
+                "median": list(medians.values()),
+                "speedup_2_workers": speedup,
+                "runs": runs,
+            }
+        )
+    )
+
+
+def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The median wall time of `runs` (one worker count), and each job's median seconds and
+    largest peak RSS."""
+    jobs = {}
+    for name in ("lifecycle", "dream"):
+        mine = [j for r in runs for j in r["jobs"] if j["job"] == name]
+        jobs[name] = {
+            "seconds": statistics.median(j["seconds"] for j in mine),
+            "peak_rss_mb": max(j["peak_rss_mb"] for j in mine),
+        }
+    wall = statistics.median(r["wall_seconds"] for r in runs)
+    return {"workers": runs[0]["workers"], "wall_seconds": wall, "jobs": jobs}
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ import pytest
 from ingest.transcripts import ImportedEvent, find_transcripts, read_transcript
 from projections.projector import replay
 from projections.store import current_store
-from reverie.testing import Folding, imported_event, make_event
+from reverie.testing import Folding, event_at, imported_event, make_event
 from schemas import events, kinds, memory
 from schemas.ids import new_event_id
 from schemas.observed import MemoryRemembered
@@ -72,17 +72,7 @@ def observed(kind: str, seconds: float, session: str = "s1", **payload: Any) -> 
 def derived(
     kind: str, seconds: float, payload: msgspec.Struct, cause: str = "01CAUSE", project: str = "-repo"
 ) -> events.Event:
-    when = at(seconds)
-    return make_event(
-        kind,
-        payload,
-        id=new_event_id(int(when.timestamp() * 1000)),
-        ts=when,
-        recorded_at=when,
-        project=project,
-        source=kinds.SOURCE_WORKER,
-        caused_by=(cause,),
-    )
+    return event_at(kind, payload, at(seconds), project=project, caused_by=(cause,))
 
 
 @pytest.fixture
