@@ -60,6 +60,10 @@ def test_wordings_of_one_meaning_count_as_one_preference() -> None:
     assert crystallize("p", signals) == []  # by text alone: 2 sessions and 1
     [crystal] = crystallize("p", signals, _encode(meanings))
     assert crystal.sessions == 3 and crystal.statement == "always use uv"  # the wording said most
+    assert crystal.preference_id == preference_id("p", "always use uv")  # the wording said first
+    meanings["a must: uv"] = 0  # a new wording, said later, sorting first
+    [joined] = crystallize("p", [*signals, said("a must: uv", "s4", 9)], _encode(meanings))
+    assert (joined.sessions, joined.preference_id) == (4, crystal.preference_id)
 
 
 def test_the_profile_keeps_the_strongest_and_the_newest_window() -> None:

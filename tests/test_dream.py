@@ -152,6 +152,9 @@ def test_a_link_a_standing_fact_knows_is_not_distilled() -> None:
     episodes, facts = hora_example()
     known = [*facts, fact("f9", RFG, "related_to", USER, "the user likes react-force-graph")]  # semantic
     assert dream(episodes, known, NAMES, None, NOW).distilled == []
+    # said outside the window (or distilled by an earlier cycle): known all the same
+    assert dream(episodes, facts, NAMES, None, NOW, known=[(RFG, USER)]).distilled == []
+    assert dream(episodes, facts, NAMES, None, NOW, known=[(RFG, D3)]).distilled != []
 
 
 def test_fewer_than_five_episodes_of_the_last_seven_days_do_nothing() -> None:
@@ -343,7 +346,7 @@ def test_similar_procedures_point_to_the_one_that_succeeds_most() -> None:
         Procedure("p2", "run pytest -x and fix", 3, 1),
         Procedure("p3", "pytest -x, fix, again", 3, 0),  # the best rate of its group
         Procedure("p4", "deploy with fly", 2, 0),
-        Procedure("p5", "fly deploy", 4, 0),  # the same rate as p4, with more evidence
+        Procedure("p5", "fly deploy", 4, 0),  # as p4 never failed, but with more evidence
         Procedure("p6", "write the changelog", 9, 0),
         Procedure("p7", "no embedding", 9, 0),
     ]
@@ -351,4 +354,6 @@ def test_similar_procedures_point_to_the_one_that_succeeds_most() -> None:
     assert skills(procedures[::-1], vectors) == skills(procedures, vectors)
     tied = [Procedure("p4", "deploy", 1, 1), Procedure("p5", "deploy!", 1, 1)]
     assert skills(tied, vectors) == [("p5", "p4")]  # all else equal: the smallest id
+    untried = [Procedure("p4", "deploy", 0, 0), Procedure("p5", "deploy!", 9, 1)]
+    assert skills(untried, vectors) == [("p4", "p5")]  # untried is no perfect score
     assert skills(procedures, {}) == []

@@ -516,6 +516,33 @@ def test_rewritten_memories_fold_alike_in_any_batches(settings: Settings, tmp_pa
     assert rows(together, "SELECT invalid_at FROM facts WHERE fact_id = 'f3'") == [(at(8),)]
 
 
+def test_the_last_recorded_detection_and_revision_win_whatever_their_ids(
+    settings: Settings, tmp_path: Any
+) -> None:
+    """A derived event's id is of its causes' time: a dissolution caused by the detection it
+    undoes, or a revision with no newer evidence, can sort before what it replaces."""
+    m = memory
+
+    def later(kind: str, seconds: float, payload: msgspec.Struct, id: str) -> events.Event:
+        return make_event(kind, payload, id=id, ts=at(1), recorded_at=at(seconds), project="-repo",
+                          source=kinds.SOURCE_WORKER, caused_by=("01CAUSE",))  # fmt: skip
+
+    story = [
+        later(kinds.COMMUNITY_DETECTED, 1, m.CommunityDetected(community_id="c7", members=["e0"]), "01B"),
+        later(kinds.COMMUNITY_DETECTED, 2, m.CommunityDetected(community_id="c7", members=[]), "01A"),
+        later(kinds.OPINION_FORMED, 1, m.OpinionFormed(opinion_id="o7", statement="", confidence=0.8), "01D"),
+        later(kinds.OPINION_REVISED, 2, m.OpinionRevised(opinion_id="o7", confidence=0.6), "01C"),
+    ]  # fmt: skip
+    for n, db in enumerate(
+        [
+            Folding(settings).fold(story),
+            Folding(Settings(str(tmp_path / "apart"))).fold(*([e] for e in story)),
+        ]
+    ):
+        assert rows(db, "SELECT members FROM communities WHERE community_id = 'c7'") == [([],)], n
+        assert rows(db, "SELECT confidence FROM opinions WHERE opinion_id = 'o7'") == [(0.6,)], n
+
+
 def test_facts_as_of_reads_what_was_known_then(folding: Folding, settings: Settings) -> None:
     from projections.sql import connect
 

@@ -4,7 +4,6 @@ wrappers skipped, normalized, once a session and at most 10; frustration and its
 import pytest
 
 from workers.dynamics.signals import (
-    EMOTIONAL_WEIGHT,
     MAX_PER_SESSION,
     PATTERNS,
     Signal,
@@ -13,7 +12,6 @@ from workers.dynamics.signals import (
     sentiment,
     session_signals,
     signals,
-    weight,
 )
 
 
@@ -94,12 +92,6 @@ def test_principles_are_named_by_their_canonical_name(prompt: str, name: str) ->
 )
 def test_corrections_in_english_and_french(prompt: str, text: str) -> None:
     assert found(prompt) == [("correction", text)]
-
-
-def test_a_correction_weighs_one_and_a_half_in_act_r() -> None:
-    assert EMOTIONAL_WEIGHT == 1.5
-    assert weight("correction") == 1.5
-    assert weight("preference") == weight("principle") == 1.0
 
 
 @pytest.mark.parametrize(

@@ -174,3 +174,81 @@ def test_memory_health_has_horas_eight_metrics(store: Folding, settings: Setting
     assert health["average_activation"] == pytest.approx(0.0, abs=0.05)
     assert health["duplicate_ratio"] == pytest.approx(2 / 3)  # three facts say the same
     assert health["dream_efficiency"] == 0  # no dream yet
+
+
+def test_a_failure_recurs_however_each_session_recorded_it(settings: Settings) -> None:
+    """Past failures are read as this session's runs are: colours, a stdout/stderr error and a
+    failure with no text make no difference, and none of them stops the job."""
+    from workers.dynamics.session import failures
+
+    said = "FAILED tests/test_x.py::test_x - AssertionError: 2 != 3"
+
+    def failed(session: str, error: object, hours_ago: float) -> Event:
+        payload = {"tool_name": "Bash", "tool_input": {"command": "pytest -x"}, "error": error}
+        return _event(kinds.TOOL_FAILED, payload, hours_ago, session)
+
+    folding = Folding(settings)
+    folding.fold(
+        [
+            failed("s11", f"\x1b[31m{said}\x1b[0m", 30),
+            failed("s12", {"stdout": said, "stderr": ""}, 20),
+            failed("s13", None, 10),
+        ]
+    )
+    [recurring] = list(failures(connect(settings), [failed("s14", said, 1)]))
+    assert recurring.kind == kinds.FAILURE_RECURRING
+    assert isinstance(recurring.payload, memory.FailureRecurring) and recurring.payload.occurrences == 3
+    folding.close()
+
+
+def test_frustration_is_a_signal_where_it_starts_rising() -> None:
+    """4, 4, 4, 4 is one run of rising frustration; after a calm prompt, a second run is
+    another."""
+    from workers.dynamics.session import detected
+
+    angry = "STOP, THIS IS WRONG AGAIN, broken!!!"
+    said = [angry, angry, angry, angry, "thanks", angry, angry, angry]
+    session = [_event(kinds.PROMPT_SUBMITTED, {"prompt": p}, 10 - n, "s20") for n, p in enumerate(said)]
+    frustrated = [
+        d
+        for d in detected(session)
+        if isinstance(d.payload, memory.SignalDetected) and d.payload.signal == "frustration"
+    ]
+    assert [d.caused_by[-1] for d in frustrated] == [session[2].id, session[6].id]  # 1, 5, 5 rises
+
+
+def test_corrected_facts_and_facts_about_errors_weigh_more_in_recall(settings: Settings) -> None:
+    from projections.recall.memories import Memories
+
+    said = _event(kinds.PROMPT_SUBMITTED, {"prompt": "no, use uv"}, 5, "s30")
+
+    def fact_of(fact_id: str, category: memory.Category = "context") -> Event:
+        asserted = memory.FactAsserted(
+            fact_id=fact_id, source=USER, relation="learned_that", description=fact_id, category=category
+        )
+        return _event(kinds.FACT_ASSERTED, asserted, 5, "s30", (said.id,))
+
+    correction = memory.SignalDetected(
+        signal_id="g1", signal="correction", text="use uv", subject="corrected"
+    )
+    folding = Folding(settings)
+    folding.fold(
+        [
+            said,
+            fact_of("plain"),
+            fact_of("corrected"),
+            fact_of("an error", category="errors"),
+            _event(kinds.SIGNAL_DETECTED, correction, 5, "s30", (said.id,)),
+        ]
+    )
+    folding.close()
+    memories = Memories(settings, follow=False)
+    try:
+        features = memories.features(["plain", "corrected", "an error"])
+    finally:
+        memories.close()
+    assert {m: f.emotional for m, f in features.items()} == {
+        "plain": False,
+        "corrected": True,
+        "an error": True,
+    }

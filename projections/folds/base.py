@@ -6,11 +6,12 @@ from schemas.registry import DERIVED_KINDS
 DERIVED_SQL = ", ".join(f"'{k}'" for k in sorted(DERIVED_KINDS))
 
 
-def latest(kind: str, key: str) -> str:
-    """The `batch` rows of `kind`, the newest per payload field `key`, with that key as `k`."""
+def latest(kind: str, key: str, newest: str = "id DESC") -> str:
+    """The `batch` rows of `kind`, the newest per payload field `key` (by id, or the ORDER BY
+    `newest` gives), with that key as `k`."""
     return (
         f"(SELECT *, payload->>'{key}' AS k FROM batch WHERE kind = '{kind}' "
-        f"QUALIFY row_number() OVER (PARTITION BY payload->>'{key}' ORDER BY id DESC) = 1)"
+        f"QUALIFY row_number() OVER (PARTITION BY payload->>'{key}' ORDER BY {newest}) = 1)"
     )
 
 

@@ -18,9 +18,11 @@ CREATE TABLE forgotten (       -- hidden from recall where it was asked; the mem
     project VARCHAR
 );
 CREATE TABLE tiers (memory_id VARCHAR PRIMARY KEY, tier VARCHAR, since TIMESTAMPTZ, updated_by VARCHAR);
-CREATE TABLE communities (     -- no members: dissolved, as the last detection found
+-- no members: dissolved, as the last detection found. The last is the last recorded: a
+-- dissolution's id can sort before the detection it undoes (both are of its time).
+CREATE TABLE communities (
     community_id VARCHAR PRIMARY KEY, members VARCHAR[], label VARCHAR, detected_at TIMESTAMPTZ,
-    updated_by VARCHAR, hub VARCHAR, facts VARCHAR[], project VARCHAR
+    updated_by VARCHAR, hub VARCHAR, facts VARCHAR[], project VARCHAR, recorded_at TIMESTAMPTZ
 );
 """
 
@@ -67,12 +69,13 @@ FOLDS: list[tuple[str, str]] = [
         f"""
         INSERT INTO communities
         SELECT k, list_sort({json_list("members")}), coalesce(payload->>'label', ''), ts, id,
-            payload->>'hub', list_sort({json_list("facts")}), project
-        FROM {latest(kinds.COMMUNITY_DETECTED, "community_id")}
+            payload->>'hub', list_sort({json_list("facts")}), project, recorded_at
+        FROM {latest(kinds.COMMUNITY_DETECTED, "community_id", newest="recorded_at DESC, id DESC")}
         ON CONFLICT (community_id) DO UPDATE SET members = excluded.members, label = excluded.label,
             detected_at = excluded.detected_at, updated_by = excluded.updated_by, hub = excluded.hub,
-            facts = excluded.facts, project = excluded.project
-        WHERE excluded.updated_by > communities.updated_by
+            facts = excluded.facts, project = excluded.project, recorded_at = excluded.recorded_at
+        WHERE excluded.recorded_at > communities.recorded_at
+            OR (excluded.recorded_at = communities.recorded_at AND excluded.updated_by > communities.updated_by)
         """,
     ),
 ]

@@ -109,9 +109,10 @@ CREATE TABLE opinions (          -- each opinion as the newest of its events has
     formed_at TIMESTAMPTZ, revised_at TIMESTAMPTZ, revisions BIGINT, updated_by VARCHAR,
     project VARCHAR, scope VARCHAR
 );
-CREATE TABLE opinion_history (
+CREATE TABLE opinion_history (  -- newest: the last recorded (a revision's id is of its causes' time)
     event_id VARCHAR PRIMARY KEY, opinion_id VARCHAR, kind VARCHAR, ts TIMESTAMPTZ,
-    subject VARCHAR, statement VARCHAR, confidence DOUBLE, reason VARCHAR, project VARCHAR, scope VARCHAR
+    subject VARCHAR, statement VARCHAR, confidence DOUBLE, reason VARCHAR, project VARCHAR, scope VARCHAR,
+    recorded_at TIMESTAMPTZ
 );
 CREATE TABLE observations (
     observation_id VARCHAR PRIMARY KEY, statement VARCHAR, about VARCHAR[], confidence DOUBLE,
@@ -196,7 +197,8 @@ FOLDS: list[tuple[str, str]] = [
         f"""
         INSERT INTO opinion_history
         SELECT id, payload->>'opinion_id', kind, ts, payload->>'subject', payload->>'statement',
-            TRY_CAST(payload->>'confidence' AS DOUBLE), payload->>'reason', project, payload->>'scope'
+            TRY_CAST(payload->>'confidence' AS DOUBLE), payload->>'reason', project, payload->>'scope',
+            recorded_at
         FROM batch WHERE kind IN ('{kinds.OPINION_FORMED}', '{kinds.OPINION_REVISED}')
         """,
     ),
@@ -207,7 +209,8 @@ FOLDS: list[tuple[str, str]] = [
         INSERT OR REPLACE INTO opinions
         SELECT opinion_id,
             arg_max_null(subject, event_id) FILTER (kind = '{kinds.OPINION_FORMED}'),
-            arg_max(statement, event_id), arg_max(confidence, event_id),
+            arg_max(statement, {{'known': recorded_at, 'id': event_id}}),
+            arg_max(confidence, {{'known': recorded_at, 'id': event_id}}),
             min(ts) FILTER (kind = '{kinds.OPINION_FORMED}'),
             max(ts) FILTER (kind = '{kinds.OPINION_REVISED}'),
             count(*) FILTER (kind = '{kinds.OPINION_REVISED}'),

@@ -46,7 +46,7 @@ _RECALL_TABLES = """
 CREATE TEMP TABLE recall_features AS
 SELECT m.memory_id, m.kind, m.text, m.ts, m.project, m.origin, m.session_id,
     coalesce(f.confidence, o.confidence, 1.0) AS confidence,
-    coalesce(e.outcome = 'failure' OR e.emotional_weight > 1, false)
+    coalesce(e.outcome = 'failure' OR e.emotional_weight > 1 OR f.category = 'errors', false)
         OR EXISTS (SELECT 1 FROM signals s WHERE s.subject = m.memory_id AND s.signal = 'correction')
         AS emotional,
     CASE m.kind WHEN 'fact' THEN f.network WHEN 'opinion' THEN 'opinion' WHEN 'preference' THEN 'opinion'

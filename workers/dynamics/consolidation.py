@@ -68,6 +68,16 @@ class Snapshot:
             dream.Fact(f, s, t, r, d, c, m or "semantic", tuple(eps)) for f, s, t, r, d, c, m, _, eps in facts
         ]
         self.fact_events = {row[0]: row[7] for row in facts}
+        self.known = db.execute(
+            """
+            SELECT DISTINCT source, target FROM facts
+            WHERE project = $project AND target IS NOT NULL AND source <> target
+                AND coalesce(memory_type, 'semantic') <> 'episodic'
+                AND expired_at IS NULL AND superseded_by IS NULL AND invalid_at IS NULL
+            ORDER BY 1, 2
+            """,
+            {"project": project},
+        ).fetchall()
         named = sorted({e for ep in self.episodes for e in ep.entities} | {f.source for f in self.facts})
         self.entities = [
             dream.Entity(entity_id, name)
@@ -168,7 +178,7 @@ def light(
     duplicates = dream.duplicates(facts)
     gone = {d for d, _ in duplicates}
     procedures = [
-        dream.Procedure(f, d, 1 + used, failed)
+        dream.Procedure(f, d, used, failed)
         for f, _, _, _, d, _, m, _, used, failed in rows
         if m == "procedural" and f not in gone
     ]

@@ -100,9 +100,13 @@ def _crystal(
     def said_most(text: str) -> tuple[int, datetime, str]:
         return (-len(by_text[text]), min(s.ts for s in by_text[text]), text)
 
+    def said_first(text: str) -> tuple[datetime, str]:
+        return min((s.ts, s.event_id) for s in by_text[text])
+
     statement = min(texts, key=said_most)
     return Crystal(
-        preference_id=preference_id(project, min(texts)),  # stable while the group's first text is
+        # named by the wording said first: a wording that joins later changes nothing
+        preference_id=preference_id(project, min(texts, key=said_first)),
         statement=statement,
         sessions=sessions,
         evidence=len(group),

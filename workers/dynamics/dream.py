@@ -115,9 +115,11 @@ def dream(
     entities: Sequence[Entity],
     embeddings: Mapping[str, np.ndarray] | None,
     now: datetime,
+    known: Iterable[tuple[str, str]] = (),
 ) -> Dream:
     """The whole cycle over the episodes of the last WINDOW_DAYS before `now` (see the module's
-    docstring): nothing when fewer than MIN_EPISODES."""
+    docstring): nothing when fewer than MIN_EPISODES. `known`: the pairs of entities the
+    project's standing facts (not episodic) already link, wherever they were said."""
     recent = [e for e in episodes if now - WINDOW <= e.ended_at <= now]
     if len(recent) < MIN_EPISODES:
         return Dream([], [], [], [])
@@ -128,8 +130,13 @@ def dream(
     links = _links(ordered)
     # one name an entity: the smallest, should the snapshot give two
     names = {e.entity_id: e.name for e in sorted(entities, key=lambda e: (e.entity_id, e.name), reverse=True)}
+    linked = {frozenset(pair) for pair in known} | {
+        pair for pair, linking in links.items() if any(f.memory_type != "episodic" for f in linking)
+    }
     distilled = [
-        d for cluster in found for d in _distilled(cluster, [by_id[e] for e in cluster], stated, links, names)
+        d
+        for cluster in found
+        for d in _distilled(cluster, [by_id[e] for e in cluster], stated, links, linked, names)
     ]
     consolidated = sorted(e for cluster in found for e in cluster)
     return Dream(found, _reconsolidated(found, stated), distilled, consolidated)
@@ -221,6 +228,7 @@ def _distilled(
     members: Sequence[Episode],
     stated: Mapping[str, list[Fact]],
     links: Mapping[frozenset[str], list[Fact]],
+    linked: set[frozenset[str]],
     names: Mapping[str, str],
 ) -> list[Distilled]:
     seen = Counter(entity for e in members for entity in set(e.entities))
@@ -235,9 +243,9 @@ def _distilled(
         n = together[other]
         if n < PATTERN or len(found) == MAX_DISTILLED:
             break
-        linking = links.get(frozenset((hub, other)), [])
-        if any(f.memory_type != "episodic" for f in linking):
+        if frozenset((hub, other)) in linked:
             continue  # a standing fact knows it already
+        linking = links.get(frozenset((hub, other)), [])
         evidence = {f: said[f] for f in linking if said[f]}
         found.append(_distil(hub, other, n, cluster, evidence, names))
     return found
@@ -299,7 +307,8 @@ def duplicates(facts: Sequence[Fact]) -> list[tuple[str, str]]:
 def skills(procedures: Sequence[Procedure], embeddings: Mapping[str, np.ndarray]) -> list[tuple[str, str]]:
     """Skill consolidation: (other, best) for the procedures whose embeddings' cosine reaches
     SAME_PROCEDURE (0.85), grouped as connected components. In each group the best success rate
-    (successes over judged uses; none judged: 0) is kept, ties going to more evidence (judged
+    (Laplace's (successes + 1) / (judged uses + 2): an untried procedure counts 0.5, not a
+    perfect score) is kept, ties going to more evidence (judged
     uses), then the smallest id; the others point to it. Procedures without an embedding, or
     with a zero one, are left out; sorted."""
     known = [
@@ -324,4 +333,4 @@ def skills(procedures: Sequence[Procedure], embeddings: Mapping[str, np.ndarray]
 
 def _success_rate(procedure: Procedure) -> float:
     judged = procedure.successes + procedure.failures
-    return procedure.successes / judged if judged else 0.0
+    return (procedure.successes + 1) / (judged + 2)

@@ -121,7 +121,9 @@ def think_dream(
         for project in consolidation.projects(db, when):
             snapshot = consolidation.Snapshot(db, project, when)
             vectors = vectors_of([e.episode_id for e in snapshot.episodes])
-            found = dream.dream(snapshot.episodes, snapshot.facts, snapshot.entities, vectors, when)
+            found = dream.dream(
+                snapshot.episodes, snapshot.facts, snapshot.entities, vectors, when, snapshot.known
+            )
             yield from consolidation.dreamt(snapshot, found)
         for project in consolidation.standing_projects(db):
             yield from consolidation.light(db, project, vectors_of)

@@ -20,7 +20,7 @@ from schemas.events import Event
 from workers.dynamics import crystallize, signals
 from workers.dynamics.crystallize import Encode, Occurrence, Said
 from workers.extraction.derive import Derived, fact_id
-from workers.extraction.failures import runs, signature
+from workers.extraction.failures import output_of, runs, signature
 from workers.extraction.statements import statements
 
 _STATED_AS = {"decision": "decided_for", "rule": "prefers", "remember": "learned_that"}
@@ -51,7 +51,7 @@ def prompts(events: Sequence[Event]) -> list[tuple[Event, str]]:
 
 def detected(events: Sequence[Event]) -> Iterator[Derived]:
     """The session's signals: each preference, principle and correction once (at most
-    signals.MAX_PER_SESSION), and a frustration signal wherever its sentiment rises (HORA's
+    signals.MAX_PER_SESSION), and a frustration signal where its sentiment starts rising (HORA's
     trend rule)."""
     said = prompts(events)
     if not said:
@@ -99,8 +99,10 @@ def _stated_fact(project: str, prompt: str, signal: signals.Signal) -> str | Non
 
 
 def _frustration(events: list[Event], scores: list[float]) -> Iterator[Derived]:
+    """A signal where the frustration starts rising: a run of rising prompts (4, 4, 4, 4) is
+    one, a second run after a fall another."""
     for i in range(2, len(events)):
-        if signals.rising(scores[: i + 1]):
+        if signals.rising(scores[: i + 1]) and not signals.rising(scores[:i]):
             event = events[i]
             text = f"frustration rising over three prompts, to {scores[i]:.1f} of 5"
             payload = memory.SignalDetected(
@@ -172,7 +174,8 @@ def _said_before(db: duckdb.DuckDBPyConnection, project: str, session_id: str) -
 
 def failures(db: duckdb.DuckDBPyConnection, events: Sequence[Event]) -> Iterator[Derived]:
     """Each failure signature this session met that has now been met 3 times or more in its
-    project (its occurrences in the other sessions read from the snapshot's errors)."""
+    project (its occurrences in the other sessions read from the snapshot's errors of shell
+    commands, read as this session's runs are)."""
     ordered = sorted(events, key=lambda e: (e.ts, e.id))
     by_id = {e.id: e for e in ordered}
     now = [r for r in runs(ordered) if r.failed and r.output]
@@ -183,14 +186,14 @@ def failures(db: duckdb.DuckDBPyConnection, events: Sequence[Event]) -> Iterator
     met = [Occurrence(r.event_id, signature(r.output), by_id[r.event_id].ts, r.output[:300]) for r in now]
     signatures = {o.signature for o in met}
     before = db.execute(
-        "SELECT event_id, ts, error FROM errors WHERE project = ? AND session_id IS DISTINCT FROM ?",
+        "SELECT event_id, ts, error FROM errors WHERE project = ? AND session_id IS DISTINCT FROM ? "
+        "AND tool = 'Bash' AND error IS NOT NULL",
         [project, session],
     ).fetchall()
-    met += [
-        o
-        for e, ts, error in before
-        if (o := Occurrence(e, signature(error), ts, error[:300])).signature in signatures
-    ]
+    for event_id, ts, error in before:
+        output = output_of(error)
+        if (o := Occurrence(event_id, signature(output), ts, output[:300])).signature in signatures:
+            met.append(o)
     for found in crystallize.recurring(met):
         failure = memory.FailureRecurring(
             failure_id=_failure_id(project, found.signature),

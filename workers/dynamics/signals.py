@@ -31,12 +31,10 @@ from typing import Literal
 
 import msgspec
 
-from projections.recall import scoring
 from schemas.text import clean, is_noise
 
 SignalKind = Literal["preference", "principle", "correction"]
 MAX_PER_SESSION = 10
-EMOTIONAL_WEIGHT = scoring.EMOTIONAL_WEIGHT  # what a correction weighs in ACT-R
 _MAX_TEXT = 200
 _MAX_SENTENCE = 500  # longer is a pasted log or a paragraph, not a statement
 
@@ -271,11 +269,6 @@ def session_signals(prompts: Iterable[tuple[str, str]]) -> list[tuple[str, Signa
                 return list(kept.values())
             kept[signal.text] = (event_id, signal)
     return list(kept.values())
-
-
-def weight(kind: str) -> float:
-    """What a signal of this kind weighs in ACT-R: a correction carries emotion."""
-    return EMOTIONAL_WEIGHT if kind == "correction" else 1.0
 
 
 def _words(*words: str) -> list[re.Pattern[str]]:

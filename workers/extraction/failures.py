@@ -10,6 +10,7 @@ names the error, with its numbers, paths and quoted values made placeholders, so
 met twice is one `error_pattern` entity.
 """
 
+import contextlib
 import re
 import shlex
 from collections.abc import Iterable, Iterator
@@ -119,17 +120,22 @@ def runs(events: Iterable[Event]) -> Iterator[Run]:
         command = use.given.get("command")
         if use.name != "Bash" or not isinstance(command, str) or not (key := command_key(command)):
             continue
-        output = clean(_output(use.payload.get("error") if use.failed else use.payload.get("tool_response")))
+        output = output_of(use.payload.get("error") if use.failed else use.payload.get("tool_response"))
         if _REFUSED.search(output[:500]):
             continue  # the user said no: nothing ran
         hidden = bool(CHECKS.match(key)) and bool(_FAILED_OUTPUT.search(output))
         yield Run(use.event.id, key, command, use.failed or hidden, output)
 
 
-def _output(response: object) -> str:
+def output_of(response: object) -> str:
+    """What a command's response or error says, cleaned: its stdout and stderr when it has them.
+    An error the projections hold as text (the `errors` table: a dict as JSON) reads alike."""
+    if isinstance(response, str) and response.startswith("{"):
+        with contextlib.suppress(msgspec.DecodeError):
+            response = msgspec.json.decode(response)
     if isinstance(response, dict):
-        return "\n".join(str(response.get(k) or "") for k in ("stdout", "stderr"))
-    return response if isinstance(response, str) else ""
+        response = "\n".join(str(response.get(k) or "") for k in ("stdout", "stderr"))
+    return clean(response) if isinstance(response, str) else ""
 
 
 def signature(output: str) -> str:
