@@ -17,7 +17,7 @@ from schemas import kinds, memory
 from schemas.events import Event
 from schemas.settings import Settings
 from tests.conftest import REVERIE
-from workers.dynamics.jobs import think_communities, think_decay, think_dream
+from workers.dynamics.jobs import think_communities, think_decay, think_dream, think_lifecycle
 
 PROJECT = "/home/u/app"
 NOW = datetime.now(UTC).replace(microsecond=0)
@@ -252,3 +252,43 @@ def test_corrected_facts_and_facts_about_errors_weigh_more_in_recall(settings: S
         "corrected": True,
         "an error": True,
     }
+
+
+def test_the_lifecycle_catches_up_on_what_sessions_ending_together_missed(settings: Settings) -> None:
+    """Three sessions said one preference and met one failure, and their jobs, running at once,
+    each saw two: the lifecycle crystallizes both, once."""
+
+    story: list[Event] = []
+    for n in (40, 41, 42):
+        prompt = _event(kinds.PROMPT_SUBMITTED, {"prompt": "always run pytest -x"}, 3, f"s{n}")
+        signal = memory.SignalDetected(
+            signal_id=f"g{n}", signal="preference", text="run pytest -x before committing"
+        )
+        failed = {
+            "tool_name": "Bash",
+            "tool_input": {"command": "uv sync"},
+            "error": "error: lockfile out of date",
+        }
+        story += [
+            prompt,
+            _event(kinds.SIGNAL_DETECTED, signal, 3, f"s{n}", (prompt.id,)),
+            _event(kinds.TOOL_FAILED, failed, 3, f"s{n}"),
+        ]
+    folding = Folding(settings)
+    folding.fold(story)
+    client = fakeredis.FakeRedis()
+    think_lifecycle(client, settings)
+    emitted = streamed(client)
+    [preference] = said(emitted, kinds.PREFERENCE_CRYSTALLIZED)
+    [failure] = said(emitted, kinds.FAILURE_RECURRING)
+    assert preference["statement"] == "run pytest -x before committing" and preference["evidence"] == 3
+    assert failure["occurrences"] == 3
+    folding.fold(emitted)
+    again = fakeredis.FakeRedis()
+    think_lifecycle(again, settings)
+    assert (
+        said(streamed(again), kinds.PREFERENCE_CRYSTALLIZED)
+        == said(streamed(again), kinds.FAILURE_RECURRING)
+        == []
+    )
+    folding.close()

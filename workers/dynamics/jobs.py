@@ -92,8 +92,18 @@ def think_lifecycle(
     client: "redis.Redis | None" = None, settings: Settings | None = None, at: datetime | None = None
 ) -> dict[str, int]:
     """Promote, archive and expire what the snapshot calls for at `at` (by default now):
-    workers/dynamics/lifecycle.py; how many events of each kind."""
-    return _think("lifecycle", LIFECYCLE, client, settings, lambda db: lifecycle.lifecycle(db, at or _now()))
+    workers/dynamics/lifecycle.py; then catch up on the preferences and recurring failures that
+    sessions ending together missed (as the signal worker, whose events they are); how many
+    events of each kind."""
+    settings = settings or Settings.from_env()
+    when = at or _now()
+    emitted = Counter(
+        _think("lifecycle", LIFECYCLE, client, settings, lambda db: lifecycle.lifecycle(db, when))
+    )
+    emitted += Counter(
+        _think("catch-up", SIGNALS, client, settings, lambda db: session.caught_up(db, _encode(settings)))
+    )
+    return dict(emitted)
 
 
 def think_decay(

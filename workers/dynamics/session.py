@@ -129,15 +129,19 @@ def preferences(
     project, session_id = first.project, first.session_id or ""
     said = [*_said_before(db, project, session_id), *_said_now(fresh, {e.id: e.ts for e in events})]
     for crystal in crystallize.crystallize(project, said, encode):
-        payload = memory.PreferenceCrystallized(
-            preference_id=crystal.preference_id,
-            statement=crystal.statement,
-            strength=crystal.strength,
-            evidence=crystal.evidence,
-        )
-        yield Derived(
-            kinds.PREFERENCE_CRYSTALLIZED, payload, project, crystal.caused_by, None, crystal.preference_id
-        )
+        yield _crystallized(project, crystal)
+
+
+def _crystallized(project: str, crystal: crystallize.Crystal) -> Derived:
+    payload = memory.PreferenceCrystallized(
+        preference_id=crystal.preference_id,
+        statement=crystal.statement,
+        strength=crystal.strength,
+        evidence=crystal.evidence,
+    )
+    return Derived(
+        kinds.PREFERENCE_CRYSTALLIZED, payload, project, crystal.caused_by, None, crystal.preference_id
+    )
 
 
 def _said_now(fresh: Sequence[tuple[str, Derived]], times: dict[str, datetime]) -> Iterator[Said]:
@@ -185,24 +189,57 @@ def failures(db: duckdb.DuckDBPyConnection, events: Sequence[Event]) -> Iterator
     session = by_id[now[0].event_id].session_id
     met = [Occurrence(r.event_id, signature(r.output), by_id[r.event_id].ts, r.output[:300]) for r in now]
     signatures = {o.signature for o in met}
-    before = db.execute(
+    met += [o for o in _shell_failures(db, project, session) if o.signature in signatures]
+    for found in crystallize.recurring(met):
+        yield _recurring(project, found)
+
+
+def _recurring(project: str, found: crystallize.Recurring) -> Derived:
+    failure = memory.FailureRecurring(
+        failure_id=_failure_id(project, found.signature),
+        signature=found.signature,
+        occurrences=found.occurrences,
+        example=found.example,
+        last_seen=found.last_seen,
+    )
+    return Derived(kinds.FAILURE_RECURRING, failure, project, found.caused_by, None, failure.failure_id)
+
+
+def caught_up(db: duckdb.DuckDBPyConnection, encode: Encode | None) -> Iterator[Derived]:
+    """The preferences and recurring failures of every project that the snapshot makes and
+    holds none of yet: sessions that ended together each saw the others' signals and failures
+    missing, and none of their jobs found the third session (the lifecycle's catch-up)."""
+    held = {
+        row[0]
+        for row in db.execute(
+            "SELECT preference_id FROM preferences UNION ALL SELECT failure_id FROM failures"
+        ).fetchall()
+    }
+    for (project,) in db.execute(
+        "SELECT DISTINCT project FROM sessions WHERE project IS NOT NULL ORDER BY 1"
+    ).fetchall():
+        for crystal in crystallize.crystallize(project, _said_before(db, project, ""), encode):
+            if crystal.preference_id not in held:
+                yield _crystallized(project, crystal)
+        met = list(_shell_failures(db, project))
+        for found in crystallize.recurring(met):
+            if _failure_id(project, found.signature) not in held:
+                yield _recurring(project, found)
+
+
+def _shell_failures(
+    db: duckdb.DuckDBPyConnection, project: str, other_than: str | None = None
+) -> Iterator[Occurrence]:
+    """The failed shell commands the snapshot holds of `project` (but for session `other_than`),
+    read as a session's runs are."""
+    rows = db.execute(
         "SELECT event_id, ts, error FROM errors WHERE project = ? AND session_id IS DISTINCT FROM ? "
         "AND tool = 'Bash' AND error IS NOT NULL",
-        [project, session],
+        [project, other_than],
     ).fetchall()
-    for event_id, ts, error in before:
-        output = output_of(error)
-        if (o := Occurrence(event_id, signature(output), ts, output[:300])).signature in signatures:
-            met.append(o)
-    for found in crystallize.recurring(met):
-        failure = memory.FailureRecurring(
-            failure_id=_failure_id(project, found.signature),
-            signature=found.signature,
-            occurrences=found.occurrences,
-            example=found.example,
-            last_seen=found.last_seen,
-        )
-        yield Derived(kinds.FAILURE_RECURRING, failure, project, found.caused_by, None, failure.failure_id)
+    for event_id, ts, error in rows:
+        if output := output_of(error):
+            yield Occurrence(event_id, signature(output), ts, output[:300])
 
 
 def _failure_id(project: str, signature: str) -> str:
