@@ -524,3 +524,11 @@ def test_what_the_agent_files_and_closes_on_the_command_line_is_what_it_did() ->
         "Pull request: feat: tail workers: ## Summary - live tail",
     ]
     assert all((f.relation, f.network, f.category) == ("created", "experience", "decisions") for f in facts)
+
+
+def test_a_failure_reads_alike_live_or_stored_and_json_text_stays_text() -> None:
+    from workers.extraction.failures import output_of
+
+    said = {"stdout": "FAILED tests/test_x.py", "stderr": "\x1b[31mboom\x1b[0m"}
+    assert output_of(said) == output_of(msgspec.json.encode(said).decode()) == "FAILED tests/test_x.py\nboom"
+    assert output_of('{"error": "bad request"}') == '{"error": "bad request"}'  # a command's own JSON

@@ -129,10 +129,13 @@ def runs(events: Iterable[Event]) -> Iterator[Run]:
 
 def output_of(response: object) -> str:
     """What a command's response or error says, cleaned: its stdout and stderr when it has them.
-    An error the projections hold as text (the `errors` table: a dict as JSON) reads alike."""
+    An error the projections hold as text (the `errors` table: a dict as JSON) reads alike; any
+    other text stays as it is, JSON or not."""
     if isinstance(response, str) and response.startswith("{"):
         with contextlib.suppress(msgspec.DecodeError):
-            response = msgspec.json.decode(response)
+            decoded = msgspec.json.decode(response)
+            if isinstance(decoded, dict) and ("stdout" in decoded or "stderr" in decoded):
+                response = decoded
     if isinstance(response, dict):
         response = "\n".join(str(response.get(k) or "") for k in ("stdout", "stderr"))
     return clean(response) if isinstance(response, str) else ""
