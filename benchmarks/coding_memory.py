@@ -24,11 +24,23 @@ project is its cwd: the two big sessions ran in two worktrees, so they are two p
   (its additionalContext, entities read back), a pause apart as a person types.
 
 All top-5 questions are asked before any hook runs: the hook records its prompt, which becomes
-a memory of the project. Prints one JSON line: questions, hits per category for both, how many
-hooks printed a context (and how many of those were the project's profile, the fallback when
-the service is late), and per question [id, top5, injected]; a summary on stderr.
+a memory of the project. Then 20 prompts that nothing in these sessions answers
+(benchmarks/unrelated_prompts.json: "explain how python decorators work") go through the same
+hook, and what it injects for them is measured: it should be nothing, or a line.
 
-    python benchmarks/coding_memory.py [--home DIR] [--questions FILE] [--pause 1]
+With `--think`, every thinking job then runs as the scheduler would have it (`reverie think
+all`, on the stack's worker, at the machine's own time: imported history is old by then), the
+stack settles again, and all of it is measured a second time, the hooks as a later session
+(the first pass's questions are that earlier session's prompts now, as a user asking again
+days later would have them).
+
+Prints one JSON line: per pass ("before", and "after" with --think), hits per category for
+both, how many hooks printed a context (and how many of those were the project's profile, the
+fallback when the service is late), the characters injected per question (median, max) and per
+unrelated prompt (median, max), and per question [id, top5, injected, characters]; a summary
+on stderr.
+
+    python benchmarks/coding_memory.py [--home DIR] [--questions FILE] [--pause 1] [--think]
 
 The stack is heavy on a small machine: run one such job at a time (`flock /tmp/heavy.lock ...`).
 """
@@ -40,6 +52,7 @@ import json
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -67,6 +80,7 @@ from workers.status import stack_status  # noqa: E402
 
 TRANSCRIPTS = os.path.join(HERE, "..", "..", "shared", "fixtures", "claude-code", "transcripts")
 QUESTIONS = os.path.join(HERE, "coding_memory_questions.json")
+UNRELATED = os.path.join(HERE, "unrelated_prompts.json")
 CATEGORIES = ("factual", "debugging", "architecture", "temporal", "convention", "cross-session")
 TOP_K = 5
 SETTLED_POLLS = 3  # the same state this many polls in a row, POLL_S apart
@@ -233,10 +247,10 @@ def recalled_texts(settings: Settings, prompt: str, project: str) -> list[str]:
     return [str(r["text"]) for r in answer["recall"]["results"][:TOP_K]]
 
 
-def hook_context(reverie: str, env: dict[str, str], prompt: str, cwd: str) -> str:
+def hook_context(reverie: str, env: dict[str, str], prompt: str, cwd: str, session_id: str) -> str:
     """The context `reverie hook UserPromptSubmit` prints for Claude Code to inject, as printed
     (fenced, escaped); "" for nothing."""
-    payload = {"session_id": "bench-q", "hook_event_name": "UserPromptSubmit", "cwd": cwd, "prompt": prompt}
+    payload = {"session_id": session_id, "hook_event_name": "UserPromptSubmit", "cwd": cwd, "prompt": prompt}
     done = subprocess.run(
         [reverie, "hook", "UserPromptSubmit"],
         input=json.dumps(payload).encode(),
@@ -284,6 +298,7 @@ def ask_service(settings: Settings, questions: list[Question], cwds: dict[str, s
 
 class HookRuns(msgspec.Struct):
     hits: list[bool]
+    characters: list[int]  # of each context printed ("" counts 0)
     printed: int = 0  # hooks that printed a context
     from_profile: int = 0  # of which the project's profile: the service was late
 
@@ -291,20 +306,23 @@ class HookRuns(msgspec.Struct):
 def run_hooks(
     reverie: str,
     settings: Settings,
-    questions: list[Question],
-    cwds: dict[str, str],
+    prompts: list[tuple[str, str]],
+    answered_by: Callable[[int, str], bool],
     pause_s: float,
+    session_id: str,
 ) -> HookRuns:
-    """Whether each hook's context holds the answer (its entities read back: the fence escapes
-    `&`, `<` and `>`), and where the contexts came from."""
-    runs = HookRuns(hits=[])
+    """For each (prompt, cwd): whether the hook's context answers it (`answered_by(i, text)`,
+    its entities read back: the fence escapes `&`, `<` and `>`), how long it is, and where the
+    contexts came from."""
+    runs = HookRuns(hits=[], characters=[])
     env = stack_env(settings.home)
-    for q in questions:
+    for i, (prompt, cwd) in enumerate(prompts):
         time.sleep(pause_s)  # a person types: the stack folds and embeds the prompt before
-        context = hook_context(reverie, env, q.question, cwd_of(q, cwds))
+        context = hook_context(reverie, env, prompt, cwd, session_id)
         runs.printed += bool(context)
-        runs.from_profile += from_profile(settings, project_asked(q, cwds), context)
-        runs.hits.append(bool(context) and q.answered_by(html.unescape(context)))
+        runs.from_profile += from_profile(settings, project_of({"cwd": cwd}, {}), context)
+        runs.characters.append(len(context))
+        runs.hits.append(bool(context) and answered_by(i, html.unescape(context)))
     return runs
 
 
@@ -313,25 +331,48 @@ def tally(outcomes: list[Outcome], which: Callable[[Outcome], bool]) -> dict[str
     return counts | {"all": sum(which(o) for o in outcomes)}
 
 
-def report(outcomes: list[Outcome], hooks: HookRuns) -> dict[str, Any]:
+def spread(values: list[int]) -> dict[str, float]:
+    return {"median": statistics.median(values) if values else 0, "max": max(values, default=0)}
+
+
+class Pass(msgspec.Struct):
+    """One measurement of the settled stack: the questions, through the service and the hook,
+    and the unrelated prompts through the hook."""
+
+    outcomes: list[Outcome]
+    hooks: HookRuns
+    unrelated: HookRuns
+
+
+def report(name: str, measured: Pass) -> dict[str, Any]:
+    outcomes, hooks = measured.outcomes, measured.hooks
     per_category = {c: sum(o.question.category == c for o in outcomes) for c in CATEGORIES}
     top5, injected = tally(outcomes, lambda o: o.top5), tally(outcomes, lambda o: o.injected)
+    print(f"-- {name}", file=sys.stderr)
     for c in (*CATEGORIES, "all"):
         n = per_category.get(c, len(outcomes))
         print(f"{c:>13}: {n:3d} questions  top-5 {top5[c]:3d}  injected {injected[c]:3d}", file=sys.stderr)
+    asked, unrelated = spread(hooks.characters), spread(measured.unrelated.characters)
     print(
         f"the hook printed a context for {hooks.printed} of {len(outcomes)} prompts"
-        f" ({hooks.from_profile} of them the project's profile)",
+        f" ({hooks.from_profile} of them the project's profile), {asked['median']:.0f} characters"
+        f" (median), {asked['max']} at most; for {measured.unrelated.printed} of"
+        f" {len(measured.unrelated.characters)} unrelated prompts, {unrelated['median']:.0f} (median),"
+        f" {unrelated['max']} at most",
         file=sys.stderr,
     )
     return {
-        "benchmark": "coding_memory",
         "questions": len(outcomes),
         "top5": top5,
         "injected": injected,
         "hook_printed": hooks.printed,
         "hook_from_profile": hooks.from_profile,
-        "per_question": [[o.question.id, o.top5, o.injected] for o in outcomes],
+        "injected_characters": asked,
+        "unrelated_printed": measured.unrelated.printed,
+        "unrelated_characters": unrelated,
+        "per_question": [
+            [o.question.id, o.top5, o.injected, n] for o, n in zip(outcomes, hooks.characters, strict=True)
+        ],
     }
 
 
@@ -358,20 +399,61 @@ def data_directory(kept: str | None) -> Iterator[str]:
             shutil.rmtree(home, ignore_errors=True)
 
 
+def measure(
+    reverie: str,
+    settings: Settings,
+    questions: list[Question],
+    cwds: dict[str, str],
+    unrelated: list[str],
+    pause_s: float,
+    session_id: str,
+) -> Pass:
+    top5 = ask_service(settings, questions, cwds)
+    asked = [(q.question, cwd_of(q, cwds)) for q in questions]
+    hooks = run_hooks(
+        reverie, settings, asked, lambda i, text: questions[i].answered_by(text), pause_s, session_id
+    )
+    places = sorted(set(cwds.values()))
+    elsewhere = [(p, places[i % len(places)]) for i, p in enumerate(unrelated)]
+    off_topic = run_hooks(reverie, settings, elsewhere, lambda i, text: False, pause_s, session_id)
+    outcomes = [Outcome(q, t, i) for q, t, i in zip(questions, top5, hooks.hits, strict=True)]
+    return Pass(outcomes, hooks, off_topic)
+
+
+def think_all(reverie: str, env: dict[str, str]) -> None:
+    """Every thinking job, on the stack's worker, as the scheduler would enqueue them."""
+    began = time.perf_counter()
+    done = subprocess.run([reverie, "think", "all"], env=env, capture_output=True, text=True, timeout=3_600)
+    assert done.returncode == 0, done.stderr + done.stdout
+    print(f"thought in {time.perf_counter() - began:.1f} s", file=sys.stderr)
+
+
 def evaluate(
-    reverie: str, home: str, questions: list[Question], transcripts: str, pause_s: float
+    reverie: str,
+    home: str,
+    questions: list[Question],
+    unrelated: list[str],
+    transcripts: str,
+    pause_s: float,
+    think: bool,
 ) -> dict[str, Any]:
     settings = Settings(home)
     env = stack_env(home)
     cwds = transcript_cwds(transcripts)
+    passes: dict[str, Any] = {}
     with running_stack(reverie, env, settings):
         import_transcripts(reverie, env, transcripts)
         archived, segments, memories = wait_until_settled(settings)
         print(f"settled: {archived} events, {segments} segments, {memories} memories", file=sys.stderr)
-        top5 = ask_service(settings, questions, cwds)
-        hooks = run_hooks(reverie, settings, questions, cwds, pause_s)
-    outcomes = [Outcome(q, t, i) for q, t, i in zip(questions, top5, hooks.hits, strict=True)]
-    return report(outcomes, hooks) | {"memories": memories}
+        measured = measure(reverie, settings, questions, cwds, unrelated, pause_s, "bench-before")
+        passes["before"] = report("before", measured) | {"memories": memories}
+        if think:
+            think_all(reverie, env)
+            archived, segments, memories = wait_until_settled(settings)
+            print(f"settled: {archived} events, {segments} segments, {memories} memories", file=sys.stderr)
+            measured = measure(reverie, settings, questions, cwds, unrelated, pause_s, "bench-after")
+            passes["after"] = report("after", measured) | {"memories": memories}
+    return {"benchmark": "coding_memory", **passes}
 
 
 def main() -> None:
@@ -381,14 +463,21 @@ def main() -> None:
     parser.add_argument("--home", help="keep the data directory here, and reuse it (import adds nothing new)")
     parser.add_argument("--questions", default=QUESTIONS, help="a questions file (JSON list)")
     parser.add_argument("--transcripts", default=TRANSCRIPTS, help="the transcripts folder")
+    parser.add_argument(
+        "--unrelated", default=UNRELATED, help="prompts nothing remembered answers (JSON list)"
+    )
     parser.add_argument("--pause", type=float, default=1.0, help="seconds before each hook run")
+    parser.add_argument("--think", action="store_true", help="then run every thinking job, and measure again")
     args = parser.parse_args()
     reverie = shutil.which("reverie", path=os.path.dirname(sys.executable))
     assert reverie, "reverie is not installed beside this python"
     questions = load_questions(args.questions)
     check_labels(questions, args.transcripts)
+    with open(args.unrelated, "rb") as f:
+        unrelated = msgspec.json.decode(f.read(), type=list[str])
     with data_directory(args.home) as home:
-        result = evaluate(reverie, home, questions, os.path.abspath(args.transcripts), args.pause)
+        transcripts = os.path.abspath(args.transcripts)
+        result = evaluate(reverie, home, questions, unrelated, transcripts, args.pause, args.think)
     print(json.dumps(result))
 
 
