@@ -21,7 +21,7 @@ project is its cwd: the two big sessions ran in two worktrees, so they are two p
   the pattern against the texts of the 5 best memories;
 - injected: runs the real `reverie hook UserPromptSubmit` with the question as the prompt and
   the transcript's cwd, and checks the pattern against the context it prints for Claude Code
-  (its additionalContext, entities read back), a pause apart as a person types.
+  (its additionalContext, as printed: verbatim inside the fence), a pause apart as a person types.
 
 All top-5 questions are asked before any hook runs: the hook records its prompt, which becomes
 a memory of the project. Then 20 prompts that nothing in these sessions answers
@@ -47,7 +47,6 @@ The stack is heavy on a small machine: run one such job at a time (`flock /tmp/h
 
 import argparse
 import contextlib
-import html
 import json
 import os
 import re
@@ -311,9 +310,8 @@ def run_hooks(
     pause_s: float,
     session_id: str,
 ) -> HookRuns:
-    """For each (prompt, cwd): whether the hook's context answers it (`answered_by(i, text)`,
-    its entities read back: the fence escapes `&`, `<` and `>`), how long it is, and where the
-    contexts came from."""
+    """For each (prompt, cwd): whether the hook's context answers it (`answered_by(i, text)`, as
+    printed), how long it is, and where the contexts came from."""
     runs = HookRuns(hits=[], characters=[])
     env = stack_env(settings.home)
     for i, (prompt, cwd) in enumerate(prompts):
@@ -322,7 +320,7 @@ def run_hooks(
         runs.printed += bool(context)
         runs.from_profile += from_profile(settings, project_of({"cwd": cwd}, {}), context)
         runs.characters.append(len(context))
-        runs.hits.append(bool(context) and answered_by(i, html.unescape(context)))
+        runs.hits.append(bool(context) and answered_by(i, context))
     return runs
 
 

@@ -229,7 +229,7 @@ def memory_story() -> list[events.Event]:
             ),
         ),
         derived(kinds.FACT_SUPERSEDED, 7, m.FactSuperseded(fact_id="f1", by_fact_id="f2", reason="upgraded")),
-        derived(kinds.FACT_EXPIRED, 8, m.FactExpired(fact_id="f2", reason="unused")),
+        derived(kinds.FACT_EXPIRED, 8, m.FactExpired(fact_id="f2", reason="said again", duplicate_of="f1")),
         derived(
             kinds.EPISODE_RECORDED,
             9,

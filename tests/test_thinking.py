@@ -114,7 +114,9 @@ def test_communities_are_detected_and_dissolved_as_events(store: Folding, settin
     assert community["label"] == "react-force-graph" and sorted(community["facts"]) == ["f0", "f1", "f2"]
     store.fold(emitted)
     ended = [
-        _event(kinds.FACT_EXPIRED, memory.FactExpired(fact_id=f, reason="test"), 1, None, (emitted[0].id,))
+        _event(
+            kinds.FACT_SUPERSEDED, memory.FactSuperseded(fact_id=f, reason="test"), 1, None, (emitted[0].id,)
+        )
         for f in ("f0", "f1", "f2")
     ]
     store.fold(ended)

@@ -1,6 +1,7 @@
-"""The lifecycle job: what is not used expires (hidden, never deleted, found as of before), what
-recurs across 3 sessions becomes long-term, idle sessions are archived; run twice, it emits the
-same events."""
+"""The lifecycle job: what recurs across 3 sessions becomes long-term, idle sessions are
+archived, and what is not used stays recallable (decay orders memories, it hides none); a
+duplicate is forgotten (hidden, never deleted, found as of before); run twice, it emits the same
+events."""
 
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -82,36 +83,49 @@ def thought(settings: Settings) -> list[Event]:
     return streamed(client)
 
 
-def test_the_unused_expire_the_recurring_rise_and_idle_sessions_are_archived(
+def test_the_recurring_rise_idle_sessions_are_archived_and_nothing_expires(
     story: Folding, settings: Settings
 ) -> None:
     emitted = thought(settings)
     said = [(e.kind, msgspec.json.decode(e.payload)) for e in emitted]
-    expired = [p["fact_id"] for k, p in said if k == kinds.FACT_EXPIRED]
     promoted = sorted((p["memory_id"], p["to_tier"]) for k, p in said if k == kinds.TIER_PROMOTED)
-    assert expired == ["unused"]
+    assert [k for k, _ in said if k == kinds.FACT_EXPIRED] == []
     assert promoted == [("recurring", "long_term"), ("s-old", "archived")]
     assert all(e.caused_by and e.source == kinds.SOURCE_WORKER for e in emitted)
 
 
-def test_an_expired_fact_is_hidden_not_deleted_and_found_as_of_before(
+def test_a_fact_never_used_stays_recallable_and_old_decay_expiries_hide_nothing(
     story: Folding, settings: Settings
 ) -> None:
     story.fold(thought(settings))
+    decayed = memory.FactExpired(fact_id="unused", reason="its ACT-R activation fell below -2.0")
+    story.fold([_event(kinds.FACT_EXPIRED, decayed, 0, None, (story_cause(settings, "unused"),))])
     db = connect(settings)
     current = {r[0] for r in db.execute("SELECT fact_id FROM facts_current").fetchall()}
-    assert "unused" not in current and {"recalled", "corrected", "recurring"} <= current
-    before = db.execute(
-        "SELECT fact_id FROM facts_as_of(?, ?) WHERE fact_id = 'unused'",
-        [NOW, datetime.now(UTC) - timedelta(hours=1)],
-    ).fetchall()
-    assert before == [("unused",)]
+    assert {"unused", "recalled", "corrected", "recurring"} <= current
     tiers = dict(db.execute("SELECT memory_id, tier FROM memory_tiers").fetchall())
-    assert (
-        tiers["unused"] == "expired"
-        and tiers["recurring"] == "long_term"
-        and tiers["recalled"] == "short_term"
+    assert tiers["unused"] == "short_term" and tiers["recurring"] == "long_term"
+
+
+def test_a_duplicate_is_hidden_not_deleted_and_found_as_of_before(story: Folding, settings: Settings) -> None:
+    duplicate = memory.FactExpired(fact_id="unused", reason="said again", duplicate_of="recalled")
+    story.fold([_event(kinds.FACT_EXPIRED, duplicate, 0, None, (story_cause(settings, "unused"),))])
+    db = connect(settings)
+    current = {r[0] for r in db.execute("SELECT fact_id FROM facts_current").fetchall()}
+    assert "unused" not in current and "recalled" in current
+    before = db.execute(
+        "SELECT fact_id FROM facts_as_of(?, ?) WHERE fact_id = 'unused'", [NOW, NOW - timedelta(hours=1)]
+    ).fetchall()
+    assert before == [("unused",)]  # known before the duplicate was found
+    assert dict(db.execute("SELECT memory_id, tier FROM memory_tiers").fetchall())["unused"] == "expired"
+
+
+def story_cause(settings: Settings, fact_id: str) -> str:
+    """The event that last told of `fact_id`."""
+    [(cause,)] = (
+        connect(settings).execute("SELECT updated_by FROM facts WHERE fact_id = ?", [fact_id]).fetchall()
     )
+    return str(cause)
 
 
 def test_run_twice_it_emits_the_same_events(story: Folding, settings: Settings) -> None:

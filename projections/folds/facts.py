@@ -20,7 +20,10 @@ def _fact_state(history: str) -> str:
     asserted = f"kind = '{kinds.FACT_ASSERTED}'"
     shaping = f"kind IN ('{kinds.FACT_ASSERTED}', '{kinds.FACT_RECONSOLIDATED}')"
     ending = f"kind IN ('{kinds.FACT_ASSERTED}', '{kinds.FACT_SUPERSEDED}')"
-    living = f"kind IN ('{kinds.FACT_ASSERTED}', '{kinds.FACT_EXPIRED}')"
+    # Forgetting hides a fact that another one stands for (a duplicate). Decay orders memories and
+    # hides none: the decay expiries an earlier lifecycle emitted (no duplicate_of) fold as nothing.
+    forgetting = f"kind = '{kinds.FACT_EXPIRED}' AND duplicate_of IS NOT NULL"
+    living = f"kind = '{kinds.FACT_ASSERTED}' OR {forgetting}"
     return f"""
         SELECT fact_id,
             arg_max(source, event_id) FILTER ({asserted}) AS source,
@@ -44,7 +47,7 @@ def _fact_state(history: str) -> str:
             -- forgetting is system time: the newest of assertion and expiry as reverie learned them
             -- (an expiry caused by the assertion itself shares its id's millisecond)
             CASE WHEN arg_max(kind, {{'known': recorded_at, 'id': event_id}}) FILTER ({living}) = '{kinds.FACT_EXPIRED}'
-                THEN max(recorded_at) FILTER (kind = '{kinds.FACT_EXPIRED}') END AS expired_at,
+                THEN max(recorded_at) FILTER ({forgetting}) END AS expired_at,
             arg_max_null(superseded_by, event_id) FILTER ({ending}) AS superseded_by,
             count(*) FILTER (kind = '{kinds.FACT_RECONSOLIDATED}') AS reconsolidations,
             max(event_id) AS updated_by,

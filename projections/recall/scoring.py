@@ -23,7 +23,6 @@ MAX_ASSOCIATIVE_STRENGTH = 2.0  # ACT-R's S
 RECENCY_DAYS = 90.0
 DAY_S = 86_400.0
 INITIAL_STABILITY_DAYS = 1.0
-EXPIRY_THRESHOLD = -2.0  # a fact whose activation on days falls below it is forgotten (expired)
 
 
 def base_level(ages_s: Sequence[float], emotional: bool = False, decay: float = DECAY) -> float:
@@ -32,20 +31,6 @@ def base_level(ages_s: Sequence[float], emotional: bool = False, decay: float = 
     if total == 0:
         return -math.inf
     return math.log(total * (EMOTIONAL_WEIGHT if emotional else 1.0))
-
-
-def activation_days(ages_days: Sequence[float], emotional: bool = False) -> float:
-    """ACT-R base-level activation on days, as the lifecycle weighs a fact's future (HORA's):
-    a use within the last day counts as a day old. Accesses [today, 3, 10 days ago] give
-    ln(1 + 3^-0.5 + 10^-0.5) = 0.638; one 45 days ago, -0.5 ln 45 = -1.903. A correction's 1.5
-    is added inside the log, as in `base_level` (HORA multiplies the log by it, which makes a
-    fading correction fade faster)."""
-    return base_level([max(age, 1.0) for age in ages_days], emotional)
-
-
-def decay_factor(activation: float) -> float:
-    """HORA's activation factor: a logistic centred on the expiry threshold, 0.5 at -2.0."""
-    return logistic(activation - EXPIRY_THRESHOLD)
 
 
 def spreading(

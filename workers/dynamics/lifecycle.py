@@ -1,16 +1,17 @@
-"""The lifecycle of memory (every 6 hours): promotion, archiving and forgetting, as events.
+"""The lifecycle of memory (every 6 hours): promotion and archiving, as events.
 
 Three tiers, after HORA:
 
 - **T1, working memory** (`working`): what was learned in the last 24 hours. Its age says so;
   no event is needed (the view `memory_tiers`).
-- **T2, short term** (`short_term`): every other fact, kept while its ACT-R activation over days
+- **T2, short term** (`short_term`): every other fact. Its ACT-R activation over days
   (projections/recall/scoring.py: each use, its learning included, counts; a correction or a
-  failure weighs 1.5) stays at or above -2.0. Once below, the fact expires (`fact.expired`): recall no longer
-  shows it; it is never deleted, and `facts_as_of` (`reverie recall --as-of`) still finds it
-  before then. A fact used once lasts about 55 days; every use lengthens its stay.
+  failure weighs 1.5) orders it in recall, beside how well it matches; it never hides it. Decay
+  orders memories: a fact nothing contradicts stays recallable however long it goes unused, so
+  that importing a year of transcripts and running every job keeps every fact (what may leave
+  recall: docs/dynamics.md).
 - **T3, long term** (`long_term`): a fact stated or recalled in 3 or more sessions is promoted
-  (`tier.promoted`) and never expires.
+  (`tier.promoted`).
 
 Sessions whose last event is more than 30 days old are archived (`tier.promoted` to `archived`,
 their events untouched). The monthly aggregates are views (`monthly_sentiment`,
@@ -26,13 +27,11 @@ from datetime import datetime, timedelta
 
 import duckdb
 
-from projections.recall import scoring
 from schemas import kinds, memory
 from workers.extraction.derive import Derived
 
 PROMOTION_SESSIONS = 3
 ARCHIVE_AFTER = timedelta(days=30)
-_DAY_S = 86_400.0
 
 # The sessions each fact was stated or recalled in: its events' causes, and the recalls that
 # returned it.
@@ -54,33 +53,20 @@ GROUP BY ALL
 """
 
 _STANDING = """
-SELECT f.fact_id, f.project, f.updated_by, coalesce(t.tier, 'short_term') AS tier,
-    f.category = 'errors' OR EXISTS (
-        SELECT 1 FROM signals s WHERE s.subject = f.fact_id AND s.signal = 'correction'
-    ) AS emotional,
-    list(DISTINCT h.ts) AS said, list(DISTINCT a.activated_at) FILTER (a.activated_at IS NOT NULL) AS used
-FROM facts f
-JOIN fact_history h USING (fact_id)
-LEFT JOIN activation_log a ON a.memory_id = f.fact_id
-LEFT JOIN tiers t ON t.memory_id = f.fact_id
+SELECT f.fact_id, f.project, coalesce(t.tier, 'short_term') AS tier
+FROM facts f LEFT JOIN tiers t ON t.memory_id = f.fact_id
 WHERE f.expired_at IS NULL AND f.superseded_by IS NULL AND f.invalid_at IS NULL
-GROUP BY ALL ORDER BY f.fact_id
+ORDER BY f.fact_id
 """
 
 
 def lifecycle(db: duckdb.DuckDBPyConnection, now: datetime) -> Iterator[Derived]:
-    """Every promotion, archiving and expiry the snapshot in `db` calls for at `now`."""
+    """Every promotion and archiving the snapshot in `db` calls for at `now`."""
     sessions = _sessions_per_fact(db)
-    for fact_id, project, updated_by, tier, emotional, said, used in db.execute(_STANDING).fetchall():
-        if tier in ("long_term", "archived"):
-            continue
+    for fact_id, project, tier in db.execute(_STANDING).fetchall():
         seen = sessions.get(fact_id, [])
-        if len(seen) >= PROMOTION_SESSIONS:
+        if tier not in ("long_term", "archived") and len(seen) >= PROMOTION_SESSIONS:
             yield _promoted(fact_id, project, tier, seen)
-            continue
-        ages = [(now - ts).total_seconds() / _DAY_S for ts in [*said, *(used or [])]]
-        if scoring.activation_days(ages, emotional) < scoring.EXPIRY_THRESHOLD:
-            yield _expired(fact_id, project, updated_by)
     yield from _archived(db, now)
 
 
@@ -104,13 +90,6 @@ def _promoted(fact_id: str, project: str, tier: str, sessions: list[str]) -> Der
     # the first three sessions' first events: a later session does not change what promoted it
     causes = tuple(sessions[:PROMOTION_SESSIONS])
     return Derived(kinds.TIER_PROMOTED, payload, project, causes, None, f"{fact_id}:long_term")
-
-
-def _expired(fact_id: str, project: str, updated_by: str) -> Derived:
-    payload = memory.FactExpired(
-        fact_id=fact_id, reason="its ACT-R activation fell below -2.0: not used for too long"
-    )
-    return Derived(kinds.FACT_EXPIRED, payload, project, (updated_by,), None, fact_id)
 
 
 def _archived(db: duckdb.DuckDBPyConnection, now: datetime) -> Iterator[Derived]:
