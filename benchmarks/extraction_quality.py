@@ -1,13 +1,19 @@
 """Deterministic extraction against hand labels: precision and recall of facts and entities on
-the two labelled fixture transcripts, all that extraction derives from them (its batches' and
-its finished sessions'), (tests/data/extraction_labels.json, each label at its
-transcript line).
+the labelled fixture transcripts (tests/data/extraction_labels.json: five transcripts, each read
+with its subagents as one session), from all that extraction derives from them (its batches'
+and its finished sessions'), each label at its transcript line.
 
-A labelled fact is found when one extracted fact holds all its `match` keywords (in its
-description or its endpoints' names); an extracted fact is right when it holds all the
-keywords of some labelled fact. An entity is found when an extracted entity has its name (or
-an alias). The session's events are its transcript and its subagents' (its compaction
-summaries among them), imported as `reverie import` does. Prints one JSON line.
+Recall: a labelled fact is found when one extracted fact holds all its `match` keywords (in
+its description or its endpoints' names); recall = labelled facts found / labelled facts.
+Precision: an extracted fact is right when it holds all the keywords of some labelled fact or
+of some `also_true` label (a fact a careful reader agrees is true and worth keeping, though not
+required for recall: the other dependencies of a manifest the agent read, the files it edited,
+the concepts a compaction summary names that the transcript bears out...); precision = right
+extracted facts / extracted facts, so an extraction matching neither list counts as wrong. An
+entity is found when an extracted entity has its name (or an alias). The session's events are
+its transcript and its subagents' (its compaction summaries among them), imported as `reverie
+import` does. Prints one JSON line: the totals, then each transcript's counts and its own
+precision and recall (null where there is nothing to divide by).
 
     python benchmarks/extraction_quality.py
 """
@@ -51,31 +57,50 @@ def score(labelled: dict[str, object]) -> dict[str, object]:
         ends = [entities[e].name for e in (fact.source, fact.target) if e in entities]
         return " ".join([fact.description, *ends]).lower()
 
+    def keywords(labels: object) -> list[list[str]]:
+        assert isinstance(labels, list)
+        return [[k.lower() for k in f["match"]] for f in labels]
+
     texts = [said(f) for f in facts.values()]
-    label_facts = labelled["facts"]
-    assert isinstance(label_facts, list)
-    keys = [[k.lower() for k in f["match"]] for f in label_facts]
+    keys = keywords(labelled["facts"])
+    also = keywords(labelled.get("also_true", []))
     found = sum(1 for words in keys if any(all(w in t for w in words) for t in texts))
-    right = sum(1 for t in texts if any(all(w in t for w in words) for words in keys))
+    right = sum(1 for t in texts if any(all(w in t for w in words) for words in [*keys, *also]))
     label_entities = labelled["entities"]
     assert isinstance(label_entities, list)
     names = {e.name.lower() for e in entities.values()}
     known = [{e["name"].lower(), *(a.lower() for a in e.get("aliases", []))} for e in label_entities]
     entities_found = sum(1 for aliases in known if aliases & names)
     entities_right = sum(1 for name in names if any(name in aliases for aliases in known))
-    [drawn] = [e for e, _, _ in episodes(events) if e.session_id and e.session_id in str(labelled["file"])]
+    stem = str(labelled["file"]).removesuffix(".jsonl")
+    ids = {str(labelled.get("session_id") or stem), stem}
+    drawn = [e for e, _, _ in episodes(events) if e.session_id in ids]
     episode = labelled["episode"]
     assert isinstance(episode, dict)
+
+    def share(part: int, whole: int) -> float | None:
+        return round(100 * part / whole, 1) if whole else None
+
     return {
         "file": labelled["file"],
-        "facts": {"labelled": len(keys), "extracted": len(texts), "found": found, "right": right},
+        "facts": {
+            "labelled": len(keys),
+            "also_true": len(also),
+            "extracted": len(texts),
+            "found": found,
+            "right": right,
+        },
         "entities": {
             "labelled": len(known),
             "extracted": len(names),
             "found": entities_found,
             "right": entities_right,
         },
-        "episode_outcome": [drawn.outcome, episode["outcome"]],
+        "fact_precision": share(right, len(texts)),
+        "fact_recall": share(found, len(keys)),
+        "entity_precision": share(entities_right, len(names)),
+        "entity_recall": share(entities_found, len(known)),
+        "episode_outcome": [drawn[0].outcome if drawn else None, episode["outcome"]],
     }
 
 
