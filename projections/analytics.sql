@@ -1,10 +1,7 @@
 -- Views for people asking questions of their memory (see `reverie sql --help`).
 
--- What is believed true now.
-CREATE VIEW facts_current AS
-SELECT * FROM facts
-WHERE expired_at IS NULL AND (invalid_at IS NULL OR invalid_at > now());
-
+-- facts_current: what is believed true now (projections/folds/facts.py's `current`, the one
+-- definition every reader uses).
 -- facts_as_of(valid_time, known_time): see FACTS_AS_OF in projections/folds/facts.py.
 
 CREATE VIEW tool_usage_per_day AS
@@ -73,17 +70,32 @@ WITH conversation AS (
     FROM prompts WHERE NOT is_noise(prompt)
     UNION ALL
     SELECT event_id, 'message', project, session_id, ts, clean_text(text), project
-    FROM messages WHERE NOT is_noise(text)
+    FROM messages WHERE NOT is_noise(text) AND summary_of(text) IS NULL
+),
+-- Claude Code's summaries of compacted conversations: distilled, not a turn (the summary itself,
+-- without the analysis before it)
+summaries AS (
+    SELECT event_id AS memory_id, 'summary' AS kind, project, session_id, ts, summary_of(text) AS text,
+        project AS origin
+    FROM messages WHERE summary_of(text) IS NOT NULL
+    UNION ALL
+    SELECT c.event_id, 'summary', s.project, c.session_id, c.ts, coalesce(summary_of(c.summary), c.summary),
+        s.project
+    FROM compactions c JOIN sessions s USING (session_id) WHERE c.summary IS NOT NULL
 ),
 memories AS (
     SELECT * FROM conversation
+    UNION ALL
+    SELECT * FROM summaries
     UNION ALL
     SELECT event_id, 'remembered', CASE WHEN scope <> 'global' THEN project END, NULL, ts,
         CASE outcome WHEN 'failed' THEN 'Anti-pattern (it failed): ' WHEN 'success' THEN 'Worked: ' ELSE '' END
         || text, project
     FROM remembered
     UNION ALL
-    SELECT f.fact_id, 'fact', CASE WHEN f.scope <> 'global' THEN f.project END, NULL, f.created_at,
+    -- a fact's time is when it became true (world time), not when reverie learned it (an import)
+    SELECT f.fact_id, 'fact', CASE WHEN f.scope <> 'global' THEN f.project END, NULL,
+        coalesce(f.valid_at, f.created_at),
         coalesce(nullif(trim(f.description), ''), concat_ws(' ', s.name, replace(f.relation, '_', ' '), t.name)),
         f.project
     FROM facts f
@@ -93,12 +105,13 @@ memories AS (
     SELECT episode_id, 'episode', project, session_id, started_at, concat_ws('. ', title, summary), project
     FROM episodes
     UNION ALL
+    -- reverie's own reflection is labelled as such wherever it is shown: an answer, not a fact
     SELECT observation_id, 'observation', CASE WHEN scope <> 'global' THEN project END, NULL, formed_at,
-        statement, project
+        'Observation reverie formed (confidence ' || round(confidence, 2) || '): ' || statement, project
     FROM observations
     UNION ALL
     SELECT opinion_id, 'opinion', CASE WHEN scope <> 'global' THEN project END, NULL, formed_at,
-        statement, project
+        'Reflection, reverie''s opinion (confidence ' || round(confidence, 2) || '): ' || statement, project
     FROM opinions
     UNION ALL
     SELECT preference_id, 'preference', CASE WHEN scope <> 'global' THEN project END, NULL, crystallized_at,

@@ -25,20 +25,16 @@ from typing import Any
 import duckdb
 
 from projections.event_log import SEGMENT_GLOB, EventLog, OnQuarantine
-from projections.folds import FACTS_AS_OF, SCHEMA
+from projections.folds import FACTS_AS_OF, FACTS_CURRENT, SCHEMA
+from projections.folds.base import TEXT_MACROS
 from projections.literals import string_literal
 from projections.store import current_store, unreadable
 from projections.vectors import MANIFEST, vectors_path
-from schemas import text
 from schemas.settings import Settings
 
 ANALYTICS_SQL = (Path(__file__).parent / "analytics.sql").read_text()
-# What recall ranks is the user's and the agent's own words: schemas/text.py's patterns, in SQL.
-TEXT_MACROS = f"""
-CREATE MACRO clean_text(t) AS trim(regexp_replace(regexp_replace(t, {string_literal(text.WRAPPED)}, '', 'g'),
-    {string_literal(text.ANSI)}, '', 'g'), chr(32) || chr(9) || chr(13) || chr(10));
-CREATE MACRO is_noise(t) AS regexp_matches(clean_text(t), {string_literal(text.NOISE)});
-"""
+
+
 # the projector's own tables, not for reading
 _BOOKKEEPING = {"meta", "folded", "folded_segments", "tool_requests"}
 
@@ -107,6 +103,7 @@ def connect(settings: Settings, snapshot_required: bool = False) -> duckdb.DuckD
         _projection_views(db)
         _embedded_view(db, _manifest(settings))
         db.execute(TEXT_MACROS)
+        db.execute(FACTS_CURRENT)
         db.execute(ANALYTICS_SQL)
     except BaseException:
         db.close()

@@ -49,7 +49,8 @@ def disposition(project: str) -> Disposition:
 def reflection(settings: Settings, query: str, project: str, source: str) -> Reflection:
     """The opinion memory forms on `query` in `project`, recorded (see the module's docstring)."""
     shaped = disposition(project)
-    found = find(settings, RecallRequest(prompt=query, project=project, limit=_EVIDENCE, dedup=True))
+    request = RecallRequest(prompt=query, project=project, limit=_EVIDENCE, dedup=True, answers_only=True)
+    found = find(settings, request)
     known = _Known(settings)
     try:
         formed = reflect(query, project, found.results, shaped, known.confidence(query, project))

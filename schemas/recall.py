@@ -35,6 +35,7 @@ class RecallRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     fusion: Literal["zscore", "rrf"] = "zscore"  # sum of z-scores, or Reciprocal Rank Fusion
     weighting: Weighting = "cognitive"  # or Memory Fabric's: recency 0.3, relevance 0.5, authority 0.2
     dedup: bool = False  # Memory Fabric's: near-duplicates merged, marked cross-validated
+    answers_only: bool = False  # leave out questions asked before (the prompt's copies, and questions)
     # set by the hooks: answer with the context to inject for this hook event
     hook: str | None = None  # UserPromptSubmit, SessionStart, SubagentStart; Stop, PreCompact (a manifest)
     source: str | None = None  # SessionStart's: startup, resume, clear, compact
@@ -85,6 +86,9 @@ class Scored(msgspec.Struct, frozen=True):
     sources: list[str]  # the retrievers that found it ("neighbour": next to one they found)
     components: dict[str, float]  # each component's z-score (or reciprocal rank)
     cross_validated: bool = False  # with dedup: another memory found said the same
+    similarity: float = 0.0  # the model's cosine of the prompt and the memory: how near it is, as is
+    category: str | None = None  # a fact's (stack, decisions, errors...), or a remembered one's
+    derived_from: list[str] = []  # the memories a fact was drawn from (its prompt, its message)
 
 
 class Recall(msgspec.Struct, frozen=True):

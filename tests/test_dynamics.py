@@ -65,6 +65,23 @@ def test_a_preference_said_in_three_sessions_reaches_the_fourth_sessions_start(
     assert strength == 0.6 and evidence >= 3  # 3 sessions; their signals, and the rule extraction made
 
 
+def test_a_rule_stated_once_reaches_the_next_sessions_start_labelled_as_stated_once(
+    stack: Stack, env: dict[str, str], tmp_path: pathlib.Path
+) -> None:
+    project = tmp_path / "svc"
+    project.mkdir()
+    here = {**env, "CLAUDE_PROJECT_DIR": str(project)}
+    _session(here, "rule-1", "From now on always use uv, never pip. Now add httpx to the project.")
+
+    def started() -> str:
+        said = _hook(here, "SessionStart", "rule-2", source="startup")
+        return str(json.loads(said)["hookSpecificOutput"]["additionalContext"]) if said else ""
+
+    context = wait_for(lambda: (c := started()) and "uv" in c and c, timeout=90, what="the rule")
+    assert "From now on always use uv, never pip (stated once)" in context
+    assert "## Preferences\n" in context
+
+
 @pytest.fixture
 def two_workers(env: dict[str, str], settings: Settings) -> Iterator[Stack]:
     running = Stack(env, settings, workers=2).start()

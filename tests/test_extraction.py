@@ -5,6 +5,7 @@ import functools
 import json
 import os
 import subprocess
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 import fakeredis
@@ -22,10 +23,11 @@ from schemas.ids import new_event_id
 from schemas.settings import QUEUE, Settings
 from tests.conftest import BIN, TRANSCRIPTS, Stack, run_hook, wait_for
 from workers.dispatcher import Dispatcher
-from workers.extraction.derive import derive, derive_session
+from workers.extraction.derive import Derived, derive, derive_session
 from workers.extraction.episodes import episodes
 from workers.extraction.failures import command_key, signature
 from workers.extraction.files import canonical_name, entity_id, file_entities
+from workers.extraction.lifecycle import Known, settle
 from workers.extraction.manifests import dependencies
 from workers.jobs import enqueue_extraction, extract_batch
 from workers.redis_client import connect
@@ -532,3 +534,95 @@ def test_a_failure_reads_alike_live_or_stored_and_json_text_stays_text() -> None
     said = {"stdout": "FAILED tests/test_x.py", "stderr": "\x1b[31mboom\x1b[0m"}
     assert output_of(said) == output_of(msgspec.json.encode(said).decode()) == "FAILED tests/test_x.py\nboom"
     assert output_of('{"error": "bad request"}') == '{"error": "bad request"}'  # a command's own JSON
+
+
+def failed_run(command: str, error: str) -> Event:
+    payload = {"tool_name": "Bash", "tool_input": {"command": command}, "error": error}
+    return make_event(
+        kinds.TOOL_FAILED, payload, id=new_event_id(), ts=NOW, recorded_at=NOW, project="/home/u/app",
+        source="test", session_id="s",
+    )  # fmt: skip
+
+
+def in_order(events: list[Event]) -> list[Event]:
+    return [msgspec.structs.replace(e, ts=NOW + timedelta(seconds=n)) for n, e in enumerate(events)]
+
+
+def solved(found: list[Derived]) -> list[memory.FactAsserted]:
+    return [d.payload for d in found if isinstance(d.payload, memory.FactAsserted)]
+
+
+def test_a_fix_is_a_fix_only_once_its_check_passed_and_a_check_left_failing_is_a_block() -> None:
+    first = failed_run("npm run build", "Exit code 1\nTypeError: generate is not a function")
+    edit = tool("/home/u/app/next.config.js", name="Edit")
+    otherwise = failed_run("npm run build", "Exit code 1\nError: Cannot find module 'next/font'")
+    left = solved(list(derive_session(in_order([first, edit, otherwise]))))
+    assert [f.relation for f in left] == ["blocked_by"]  # the edit changed the error, fixed nothing
+    [block] = left
+    assert block.description == (
+        "`npm run build` still failed when the session ended: Error: Cannot find module 'next/font'"
+    )  # the error as it was, not its signature
+    passed = bash("npm run build", "Compiled successfully")
+    edit_again = tool("/home/u/app/package.json", name="Edit")
+    fixed = solved(list(derive_session(in_order([first, edit, otherwise, edit_again, passed]))))
+    assert sorted(f.relation for f in fixed) == ["solved_by", "solved_by"]
+    first_fix = next(f for f in fixed if "generate is not a function" in f.description)
+    assert "next.config.js" in first_fix.description and "package.json" in first_fix.description
+
+
+def test_a_call_claude_code_cancelled_or_the_user_refused_is_no_error() -> None:
+    cancelled = failed_run("mix test", "<tool_use_error>Sibling tool call errored</tool_use_error>")
+    refused = failed_run("mix phx.server", "The user doesn't want to proceed with this tool use.")
+    ran = bash("mix test", "12 tests, 0 failures")
+    found = list(derive_session(in_order([cancelled, refused, ran])))
+    assert [
+        d for d in found if isinstance(d.payload, memory.EntityObserved) and d.payload.type == "error_pattern"
+    ] == []
+    assert solved(found) == []
+
+
+def test_a_settled_fix_ends_the_block_it_solves() -> None:
+    block = memory.FactAsserted(
+        fact_id="fact:block", source="project:app", relation="blocked_by", target="error_pattern:e",
+        description="`mix test` still failed when the session ended: boom", category="errors",
+    )  # fmt: skip
+    fix = memory.FactAsserted(
+        fact_id="fact:fix", source="error_pattern:e", relation="solved_by",
+        description="`mix test` failed with: boom. Fixed by editing lib/a.ex.", category="errors",
+    )  # fmt: skip
+    cause = bash("mix test", "ok")
+    standing = Known(
+        fact_id="fact:block", source="project:app", relation="blocked_by", target="error_pattern:e",
+        description=block.description, confidence=1.0, memory_type="episodic", versions=1,
+    )  # fmt: skip
+    found = list(
+        settle(
+            [Derived(kinds.FACT_ASSERTED, fix, "/home/u/app", (cause.id,))], lambda p: [standing], no_cosine
+        )
+    )
+    assert [(d.kind, getattr(d.payload, "fact_id", None)) for d in found] == [
+        (kinds.FACT_ASSERTED, "fact:fix"),
+        (kinds.FACT_SUPERSEDED, "fact:block"),
+    ]
+
+
+def no_cosine(text: str, others: Sequence[str]) -> list[float]:
+    return [0.0] * len(others)
+
+
+def test_a_dependency_keeps_the_name_its_manifest_spells() -> None:
+    manifest = read(
+        "/home/u/app/package.json", '{"devDependencies": {"@xterm/addon-fit": "^0.10.0", "lazy_html": "1.0"}}'
+    )
+    names = sorted(f.description for f in facts_of([manifest]))
+    assert names == ["app uses, to develop, @xterm/addon-fit ^0.10.0", "app uses, to develop, lazy_html 1.0"]
+
+
+def test_a_block_a_summary_named_is_ended_once_the_sessions_checks_pass_to_its_end() -> None:
+    session = [e for e in fixture_events() if e.session_id == "ae4a77f8-aedd-4bc1-888f-c94edc91af04"]
+    [block] = [f for f in facts_of(session) if f.relation == "blocked_by"]
+    assert block.description.startswith("Dialyzer false positive (UNRESOLVED)")
+    ended = [d for d in derive_session(session) if d.kind == kinds.FACT_SUPERSEDED]
+    assert [d.payload.fact_id for d in ended if isinstance(d.payload, memory.FactSuperseded)] == [
+        block.fact_id
+    ]

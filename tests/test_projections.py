@@ -169,6 +169,32 @@ def test_a_session_folds_into_its_tables(folding: Folding) -> None:
     assert rows(db, "SELECT query, results, scores FROM retrievals") == [("build", ["f1", "f2"], [0.9, 0.5])]
 
 
+def test_claude_codes_own_messages_are_no_prompts_and_a_cancelled_call_is_no_error(folding: Folding) -> None:
+    prompts = [
+        "fix the flaky test",
+        "[Request interrupted by user for tool use]",
+        "<task-notification>\n<task-id>b1</task-id>\n</task-notification>",
+        "Read the output file to retrieve the result: /tmp/b1.output",
+        "Your task is to create a detailed summary of the conversation",
+    ]
+    test: dict[str, Any] = {"tool_name": "Bash", "tool_input": {"command": "mix test"}}
+    said = [
+        *(observed(kinds.PROMPT_SUBMITTED, n, prompt=p) for n, p in enumerate(prompts)),
+        observed(
+            kinds.TOOL_FAILED, 6, **test, error="<tool_use_error>Sibling tool call errored</tool_use_error>"
+        ),
+        observed(kinds.TOOL_FAILED, 7, **test, error="1 failure"),
+    ]
+    db = folding.fold(said)
+    assert rows(db, "SELECT prompt FROM prompts") == [("fix the flaky test",)]
+    assert rows(db, "SELECT kind FROM harness_messages ORDER BY ts") == [
+        ("interruption",), ("task_notification",), ("output_pointer",), ("compaction_request",)
+    ]  # fmt: skip
+    assert rows(db, "SELECT prompts FROM sessions") == [(1,)]
+    assert rows(db, "SELECT outcome FROM tool_uses ORDER BY ts") == [("cancelled",), ("error",)]
+    assert rows(db, "SELECT error FROM errors") == [("1 failure",)]
+
+
 def test_a_duration_is_known_whichever_of_pre_and_post_is_folded_first(folding: Folding) -> None:
     pre = observed(kinds.TOOL_REQUESTED, 0, tool_name="Read", tool_use_id="t9")
     post = observed(kinds.TOOL_USED, 0.25, tool_name="Read", tool_use_id="t9")

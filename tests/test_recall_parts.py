@@ -13,6 +13,7 @@ from projections.recall.memories import Kinship
 from projections.recall.pipeline import _by_origin
 from projections.recall.tasks import classify, keywords, queries
 from projections.recall.timeframes import window
+from projections.recall.words import jaccard, word_set
 from schemas.fence import NEUTRAL, escape
 
 NOW = datetime(2026, 11, 22, 10, 30, tzinfo=UTC)
@@ -169,9 +170,10 @@ def test_fabric_merges_near_duplicates_into_the_better_one_and_marks_it() -> Non
         ("the queue runs on Postgres", True),
         ("the cache is Valkey 8", False),
     ]
-    assert fabric.jaccard(fabric.words("a b c d e f g"), fabric.words("a b c d e f")) == pytest.approx(6 / 7)
-    assert len(fabric.deduplicated(["a b c d e f g", "a b c d e f"], str)) == 1  # 6/7 > 0.85
-    assert len(fabric.deduplicated(["a b c d e f", "a b c d e"], str)) == 2  # 5/6 is not
+    seven, six, five = "ant bee cat dog eel fox gnu", "ant bee cat dog eel fox", "ant bee cat dog eel"
+    assert jaccard(word_set(seven), word_set(six)) == pytest.approx(6 / 7)
+    assert len(fabric.deduplicated([seven, six], str)) == 1  # 6/7 > 0.85
+    assert len(fabric.deduplicated([six, five], str)) == 2  # 5/6 is not
 
 
 def test_fabric_weighs_recency_relevance_and_authority() -> None:

@@ -30,6 +30,26 @@ def test_a_memory_contradicts_when_it_says_something_failed_or_is_to_be_avoided(
     assert stance("la migration a échoué") == "contradicts"
 
 
+def test_a_memory_that_chose_another_option_contradicts_a_question_about_it() -> None:
+    chosen = "we chose PostgreSQL over MySQL because of JSONB"
+    assert stance(chosen, "should we use MySQL?") == "contradicts"
+    assert stance(chosen, "should we drop MySQL?") == "supports"
+    assert stance(chosen, "should we use PostgreSQL?") == "supports"
+    for other in ("use Postgres instead of MySQL", "we dropped MySQL last year", "we no longer use MySQL"):
+        assert stance(other, "should we use MySQL?") == "contradicts"
+    assert stance("MySQL worked well for the reports", "should we use MySQL?") == "supports"
+
+
+def test_the_questions_earlier_copies_are_no_evidence_and_the_opinion_names_its_question() -> None:
+    results = [
+        scored("q", "should we use MySQL?", kind="prompt"),
+        scored("f", "we chose PostgreSQL over MySQL because of JSONB", 0.9),
+    ]
+    formed = reflect("Should we use MySQL?", "p", results, Disposition())
+    assert [e.memory_id for e in formed.contradicting] == ["f"] and formed.supporting == []
+    assert formed.statement.startswith("On 'Should we use MySQL?', memory argues against it: we chose")
+
+
 def test_memory_that_holds_nothing_makes_an_even_opinion() -> None:
     formed = reflect("should we use DuckDB?", "p", [], Disposition())
     assert formed.confidence == 0.5 and not formed.supporting and not formed.contradicting
@@ -43,7 +63,7 @@ def test_evidence_for_outweighs_evidence_against_and_both_are_surfaced() -> None
         scored("c", "DuckDB failed under concurrent writers", 0.8),
     ]
     formed = reflect("DuckDB for analytics", "p", results, Disposition())
-    assert formed.statement.startswith("Memory supports it: DuckDB fits")
+    assert formed.statement.startswith("On 'DuckDB for analytics', memory supports it: DuckDB fits")
     assert [e.memory_id for e in formed.supporting] == ["a", "b"]
     assert [e.memory_id for e in formed.contradicting] == ["c"]
     assert 0.5 < formed.confidence < 0.9 and not formed.promote

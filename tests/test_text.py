@@ -4,11 +4,11 @@ and in the SQL the projections run."""
 
 import duckdb
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from projections.sql import TEXT_MACROS
-from schemas.text import WRAPPERS, clean, is_noise
+from projections.folds.base import TEXT_MACROS
+from schemas.text import WRAPPERS, clean, harness_kind, is_noise
 
 SAMPLES = [
     ("<command-name>/compact</command-name>\n<command-message>compact</command-message>", "", True),
@@ -60,11 +60,36 @@ pieces = st.sampled_from(
 )
 
 
+SQL = duckdb.connect()
+SQL.execute(TEXT_MACROS)
+
+
+@settings(deadline=None)  # a busy machine's DuckDB may take a while: the texts are what is tested
 @given(st.lists(st.one_of(pieces, st.text(max_size=5)), max_size=30).map("".join))
 def test_python_and_sql_clean_alike(text: str) -> None:
-    connection = duckdb.connect()
-    connection.execute(TEXT_MACROS)
-    assert connection.execute("SELECT clean_text(?), is_noise(?)", [text, text]).fetchone() == (
+    assert SQL.execute("SELECT clean_text(?), is_noise(?), harness_kind(?)", [text] * 3).fetchone() == (
         clean(text),
         is_noise(text),
+        harness_kind(text),
     )
+
+
+@pytest.mark.parametrize(
+    ("said", "kind"),
+    [
+        ("Your task is to create a detailed summary of the conversation so far", "compaction_request"),
+        ("This session is being continued from a previous conversation that ran out", "compaction_summary"),
+        ("[Request interrupted by user for tool use]", "interruption"),
+        ("<task-notification>\n<task-id>b1</task-id>\n<status>completed</status>", "task_notification"),
+        ("Read the output file to retrieve the result: /tmp/claude-1000/tasks/b1.output", "output_pointer"),
+        ("<command-name>/mcp</command-name>\n<command-message>mcp</command-message>", "command"),
+        ("<local-command-stdout>Reconnected to tidewave.</local-command-stdout>", "command"),
+        ("Base directory for this skill: /home/u/.claude/skills/beads", "skill"),
+        ("continue until all are done", None),
+        ("Read the docs, then tell me: retrieve the result how?", None),
+    ],
+)
+def test_claude_codes_own_messages_are_told_by_kind_alike_in_sql(said: str, kind: str | None) -> None:
+    assert harness_kind(said) == kind
+    assert SQL.execute("SELECT harness_kind(?)", [said]).fetchone() == (kind,)
+    assert is_noise(said) is (kind is not None)

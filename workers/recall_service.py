@@ -39,7 +39,7 @@ from schemas.files import private_directory, write_durably
 from schemas.kinds import MEMORY_RETRIEVED, SOURCE_WORKER
 from schemas.manifest import AFTER, CompactionManifest, WrittenAt, next_steps
 from schemas.observed import MemoryRetrieved
-from schemas.recall import REQUEST_LIMIT, Recall, RecallRequest
+from schemas.recall import REQUEST_LIMIT, RecallRequest
 from schemas.settings import Settings
 from workers.redis_client import connect
 
@@ -81,13 +81,17 @@ class RecallService:
                         request.agent or "", memories, context.budget("full")
                     )
                 }
-            found = self.recaller.answer(request, deadline)
+            if request.hook:
+                shown = self.recaller.injection(request, deadline)
+            else:
+                found = self.recaller.answer(request, deadline)
         finally:
             self.lock.release()
-        self._feed_back(found, request)
-        if request.hook:
+        if request.hook:  # what the agent is given is what was recalled
+            self._feed_back(request, request.prompt, [(m.memory_id, 1.0) for m in shown])
             level = context.pressure(request.transcript_bytes)
-            return {"context": context.render(found.results, context.budget(level, request.transcript_bytes))}
+            return {"context": context.render(shown, context.budget(level, request.transcript_bytes))}
+        self._feed_back(request, found.prompt, [(r.memory_id, r.score) for r in found.results])
         return {"recall": found}
 
     def refresh(self) -> None:
@@ -139,12 +143,11 @@ class RecallService:
         path = self.settings.manifest_path(request.session_id)
         write_durably(os.path.dirname(path), os.path.basename(path), msgspec.json.encode(manifest))
 
-    def _feed_back(self, found: Recall, request: RecallRequest) -> None:
-        """Append the recall as a memory.retrieved event; a recall never fails for want of it."""
+    def _feed_back(self, request: RecallRequest, query: str, results: list[tuple[str, float]]) -> None:
+        """Append what was recalled, and how it scored, as a memory.retrieved event; a recall never
+        fails for want of it."""
         retrieved = MemoryRetrieved(
-            query=found.prompt,
-            results=[r.memory_id for r in found.results],
-            scores=[r.score for r in found.results],
+            query=query, results=[m for m, _ in results], scores=[score for _, score in results]
         )
         try:
             with Emitter(self.redis, SOURCE_WORKER) as out:

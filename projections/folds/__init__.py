@@ -14,7 +14,7 @@ store of the old version is rebuilt from the log.
 """
 
 from projections.folds import base, costs, dynamics, episodes, facts, sessions, signals, tools
-from projections.folds.facts import FACTS_AS_OF
+from projections.folds.facts import FACTS_AS_OF, FACTS_CURRENT, current
 
 BY_FAMILY = {
     "sessions": sessions,
@@ -37,4 +37,4 @@ FOLDS: list[tuple[str, str]] = [
     *costs.FOLDS,
 ]
 
-__all__ = ["BY_FAMILY", "FACTS_AS_OF", "FOLDS", "SCHEMA"]
+__all__ = ["BY_FAMILY", "FACTS_AS_OF", "FACTS_CURRENT", "FOLDS", "SCHEMA", "current"]

@@ -1,6 +1,8 @@
 """What every family of folds shares: the bookkeeping tables, `project_root`, provenance, and
 the helpers the folds are written with."""
 
+from projections.literals import string_literal
+from schemas import text
 from schemas.registry import DERIVED_KINDS
 
 DERIVED_SQL = ", ".join(f"'{k}'" for k in sorted(DERIVED_KINDS))
@@ -20,7 +22,31 @@ def json_list(field: str) -> str:
     return f"coalesce(TRY_CAST(payload->'{field}' AS VARCHAR[]), [])"
 
 
-TABLES = r"""
+def _cases(column: str, patterns: tuple[tuple[str, str], ...]) -> str:
+    return " ".join(
+        f"WHEN regexp_matches({column}, {string_literal(pattern)}) THEN {string_literal(kind)}"
+        for kind, pattern in patterns
+    )
+
+
+# What is someone's own words, and what is Claude Code's: schemas/text.py's patterns, in SQL, for the
+# folds (the store's own macros) and for readers (projections/sql.py makes them in its connection).
+TEXT_MACROS = f"""
+CREATE MACRO clean_text(t) AS trim(regexp_replace(regexp_replace(t, {string_literal(text.WRAPPED)}, '', 'g'),
+    {string_literal(text.ANSI)}, '', 'g'), chr(32) || chr(9) || chr(13) || chr(10));
+CREATE MACRO harness_kind(t) AS CASE WHEN clean_text(t) = ''
+    THEN CASE {_cases("t", text.WRAPPED_ONLY)} ELSE 'wrapped' END
+    ELSE CASE {_cases("clean_text(t)", text.HARNESS)} END END;
+CREATE MACRO is_noise(t) AS harness_kind(t) IS NOT NULL;
+CREATE MACRO cancelled(t) AS regexp_matches(left(t, 1000), {string_literal(text.CANCELLED)});
+CREATE MACRO summary_of(t) AS CASE WHEN regexp_matches(t, {string_literal(text.SUMMARY)})
+    THEN regexp_extract(t, {string_literal(text.SUMMARY)}, 1) END;
+"""
+
+
+TABLES = (
+    TEXT_MACROS
+    + r"""
 CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR);
 -- An event's project as its root's path (ingest/project.py). Events recorded before projects
 -- were paths name Claude Code's key (-home-u-proj-x, which proj.x and proj-x share): the key
@@ -43,6 +69,7 @@ CREATE TABLE provenance (        -- which observed events each derived event cam
     PRIMARY KEY (event_id, caused_by)
 );
 """
+)
 
 FOLDS: list[tuple[str, str]] = [
     (

@@ -243,6 +243,21 @@ FOLDS: list[tuple[str, str]] = [
 ]
 
 
+def current(alias: str = "") -> str:
+    """What a current fact is, the one definition every reader uses (recall, the graph walk,
+    the lifecycle, extraction's settling, communities, the view facts_current): believed now
+    (valid from before now, not ended), not superseded, not forgotten. SQL over the facts
+    table's columns, `alias`-qualified."""
+    a = f"{alias}." if alias else ""
+    return (
+        f"{a}expired_at IS NULL AND {a}superseded_by IS NULL AND ({a}invalid_at IS NULL OR {a}invalid_at > now())"
+        f" AND ({a}valid_at IS NULL OR {a}valid_at <= now())"
+    )
+
+
+# What is believed true now (see `current`).
+FACTS_CURRENT = f"CREATE VIEW facts_current AS SELECT * FROM facts WHERE {current()};"
+
 # Bi-temporal time travel: the facts true at `valid_time`, as reverie knew them at `known_time`
 # (their state from the fact events recorded by then: a supersession, a rewording or a
 # forgetting learned later is not known yet).

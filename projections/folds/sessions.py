@@ -1,4 +1,9 @@
-"""What happened in a session: its span, prompts, the assistant's last words, subagents, compactions."""
+"""What happened in a session: its span, prompts, the assistant's last words, subagents, compactions.
+
+A prompt is the user's own words: what Claude Code itself says in the user's turn (its
+compaction request, a task notification, an interruption marker, a command's wrapping:
+schemas/text.py's HARNESS) is folded as its own kind, in `harness_messages`, so a replay moves
+what earlier versions took for prompts."""
 
 from projections.folds.base import DERIVED_SQL
 from schemas import kinds
@@ -24,6 +29,10 @@ CREATE TABLE sessions (
 CREATE TABLE prompts (
     event_id VARCHAR PRIMARY KEY, session_id VARCHAR, project VARCHAR, agent VARCHAR,
     ts TIMESTAMPTZ, prompt VARCHAR, chars BIGINT
+);
+CREATE TABLE harness_messages (  -- what Claude Code itself said in the user's turn, by kind
+    event_id VARCHAR PRIMARY KEY, session_id VARCHAR, project VARCHAR, agent VARCHAR,
+    ts TIMESTAMPTZ, kind VARCHAR, text VARCHAR
 );
 CREATE TABLE messages (         -- the assistant's last words of each turn
     event_id VARCHAR PRIMARY KEY, session_id VARCHAR, project VARCHAR, agent VARCHAR,
@@ -54,7 +63,7 @@ FOLDS: list[tuple[str, str]] = [
             min(ts) FILTER (payload->>'cwd' IS NOT NULL),
             min(payload->>'transcript_path'),
             min(ts), max(ts), count(*),
-            count(*) FILTER (kind = '{kinds.PROMPT_SUBMITTED}'),
+            count(*) FILTER (kind = '{kinds.PROMPT_SUBMITTED}' AND harness_kind(payload->>'prompt') IS NULL),
             count(*) FILTER (kind IN ('{kinds.TOOL_USED}', '{kinds.TOOL_FAILED}')),
             count(*) FILTER (kind = '{kinds.TOOL_FAILED}')
         FROM batch WHERE session_id IS NOT NULL AND kind NOT IN ({DERIVED_SQL})
@@ -84,7 +93,15 @@ FOLDS: list[tuple[str, str]] = [
         f"""
         INSERT INTO prompts
         SELECT id, session_id, project, agent, ts, payload->>'prompt', length(payload->>'prompt')
-        FROM batch WHERE kind = '{kinds.PROMPT_SUBMITTED}'
+        FROM batch WHERE kind = '{kinds.PROMPT_SUBMITTED}' AND harness_kind(payload->>'prompt') IS NULL
+        """,
+    ),
+    (
+        "harness_messages",
+        f"""
+        INSERT INTO harness_messages
+        SELECT id, session_id, project, agent, ts, harness_kind(payload->>'prompt'), payload->>'prompt'
+        FROM batch WHERE kind = '{kinds.PROMPT_SUBMITTED}' AND harness_kind(payload->>'prompt') IS NOT NULL
         """,
     ),
     (

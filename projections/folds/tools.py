@@ -1,4 +1,5 @@
-"""The tools a session used: each request, use and failure, and how long each took."""
+"""The tools a session used: each request, use and failure, and how long each took. A call that
+never ran (Claude Code cancelled it, the user refused or interrupted it) is no error."""
 
 from schemas import kinds
 
@@ -13,13 +14,16 @@ def _summary_of_input() -> str:
     )
 
 
+# a failure's answer, as text
+_ERROR = "coalesce(payload->>'error', (payload->'error')::VARCHAR, '')"
+
 TABLES = """
 CREATE TABLE tool_requests (tool_use_id VARCHAR PRIMARY KEY, event_id VARCHAR, ts TIMESTAMPTZ);
 CREATE TABLE tool_uses (
     event_id VARCHAR PRIMARY KEY, session_id VARCHAR, project VARCHAR, agent VARCHAR,
     ts TIMESTAMPTZ, tool_use_id VARCHAR, tool VARCHAR,
     input_summary VARCHAR,      -- the command, the file or the pattern; else the input's start
-    outcome VARCHAR,            -- ok, error
+    outcome VARCHAR,            -- ok, error, cancelled (it never ran: cancelled, refused, interrupted)
     duration_ms DOUBLE,         -- from the PreToolUse of the same tool_use_id, when recorded
     files_touched VARCHAR[]
 );
@@ -48,7 +52,8 @@ FOLDS: list[tuple[str, str]] = [
         INSERT INTO tool_uses
         SELECT b.id, b.session_id, b.project, b.agent, b.ts, b.payload->>'tool_use_id', b.payload->>'tool_name',
             {_summary_of_input().replace("payload", "b.payload")},
-            CASE b.kind WHEN '{kinds.TOOL_FAILED}' THEN 'error' ELSE 'ok' END,
+            CASE WHEN b.kind <> '{kinds.TOOL_FAILED}' THEN 'ok' WHEN cancelled({_ERROR.replace("payload", "b.payload")}) THEN 'cancelled'
+                ELSE 'error' END,
             epoch_ms(b.ts) - epoch_ms(r.ts),
             list_filter([b.payload->>'$.tool_input.file_path', b.payload->>'$.tool_input.notebook_path',
                          b.payload->>'$.tool_input.path'], lambda p: p IS NOT NULL)
@@ -68,9 +73,8 @@ FOLDS: list[tuple[str, str]] = [
         "errors",
         f"""
         INSERT INTO errors
-        SELECT id, session_id, project, ts, payload->>'tool_name',
-            left(coalesce(payload->>'error', (payload->'error')::VARCHAR), 4000)
-        FROM batch WHERE kind = '{kinds.TOOL_FAILED}'
+        SELECT id, session_id, project, ts, payload->>'tool_name', left({_ERROR}, 4000)
+        FROM batch WHERE kind = '{kinds.TOOL_FAILED}' AND NOT cancelled({_ERROR})
         """,
     ),
 ]

@@ -1,25 +1,27 @@
 """Recalled memories as the context Claude Code injects: shaped, within budget, and fenced.
 
-- At most 5 thematic chunks (Baddeley: working memory holds a handful of chunks): decisions
-  and procedures, facts by category, what happened (in time order), opinions and
-  observations, earlier prompts and answers.
-- Procedural facts read "When X -> Y"; episodic memories are listed in time order.
-- The budget: min(6,000 characters, 15% of the context left), smaller as the context fills
-  (full, reduced, minimal, emergency), and never over Claude Code's 10,000.
-- Memory poisoning: stored text is data. It is escaped (no tag can be closed or opened from
-  inside) and fenced in one <reverie-memory> element whose preamble says it is not
-  instructions (schemas/fence.py, which the hook checks again before it prints).
+- What a prompt gets is the block projections/recall/block.py chooses (a handful of items, each
+  said once; nothing when memory does not answer), in sections whose headings say what they
+  hold: preferences and decisions, errors and their fixes, other facts, past sessions, what was
+  said in earlier sessions (you, or the agent), and reverie's own reflection, labelled as such.
+- Each item carries when it was true: a fact's valid time, a session's start, a turn's moment.
+- Procedural facts stated as "X -> Y" read "When X -> Y".
+- The budget: min(the level's characters, 15% of the context left), smaller as the context
+  fills (full, reduced, minimal, emergency), and never over Claude Code's 10,000.
+- Memory poisoning: stored text is data, fenced in one <reverie-memory> element whose preamble
+  says it is not instructions, and verbatim but for the fence's own markers (schemas/fence.py,
+  which the hook checks again before it prints).
 """
 
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Literal
 
+from projections.recall.block import Shown
 from projections.recall.memories import Continuity
 from schemas.fence import CLOSING, OPENING, escape
 from schemas.kinds import HOOK_CONTEXT_LIMIT
 from schemas.manifest import CompactionManifest
-from schemas.recall import Scored
 
 Pressure = Literal["full", "reduced", "minimal", "emergency"]
 _BUDGETS: dict[Pressure, int] = {"full": 6_000, "reduced": 3_000, "minimal": 1_200, "emergency": 400}
@@ -30,13 +32,16 @@ _PRESSURE_AT: tuple[tuple[int, Pressure], ...] = (
     (200_000, "reduced"),
 )
 _CONTEXT_BYTES = 800_000
-_CHUNKS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("Decisions and how things are done", ("preference", "procedural")),
-    ("Facts", ("fact",)),
-    ("What happened", ("episode", "remembered")),
-    ("Opinions and observations", ("opinion", "observation")),
-    ("Earlier in the conversation", ("prompt", "message")),
+_SECTIONS = (
+    "Preferences and decisions",
+    "Errors met and how they were fixed",
+    "Facts",
+    "Past sessions",
+    "Said in earlier sessions",
+    "reverie's own reflection (an opinion formed on request, not a fact)",
 )
+_SPEAKER = {"prompt": "you", "message": "the agent"}
+_DECIDED = ("decisions", "patterns")  # a fact's categories: what was decided, how things are done
 
 
 def pressure(transcript_bytes: int | None) -> Pressure:
@@ -53,18 +58,28 @@ def budget(level: Pressure, transcript_bytes: int | None = None) -> int:
     return min(_BUDGETS[level], int(0.15 * left) if transcript_bytes else _BUDGETS[level], HOOK_CONTEXT_LIMIT)
 
 
-def render(memories: Iterable[Scored], limit_chars: int) -> str:
-    """The memories as at most 5 chunks within `limit_chars`; "" when there is nothing to say.
+def render(shown: Iterable[Shown], limit_chars: int) -> str:
+    """The block's items in their sections, within `limit_chars`; "" when there is nothing to
+    say. Past sessions are told in time order, the rest as the block ranked them."""
+    sections: dict[str, list[Shown]] = {title: [] for title in _SECTIONS}
+    for item in shown:
+        sections[_section(item)].append(item)
+    sections["Past sessions"].sort(key=lambda m: m.ts.isoformat() if m.ts else "")
+    return _fence([(title, [_line(m) for m in items]) for title, items in sections.items()], limit_chars)
 
-    Procedural facts ("X -> Y" or "X: Y") are phrased "When X -> Y".
-    """
-    chunks: dict[str, list[Scored]] = {title: [] for title, _ in _CHUNKS}
-    for memory in memories:
-        kind = "procedural" if memory.memory_type == "procedural" else memory.kind
-        title = next((t for t, kinds in _CHUNKS if kind in kinds), "Facts")
-        chunks[title].append(memory)
-    chunks["What happened"].sort(key=lambda m: m.ts.isoformat() if m.ts else "")
-    return _fence([(title, [_line(m) for m in members]) for title, members in chunks.items()], limit_chars)
+
+def _section(item: Shown) -> str:
+    if item.kind in ("opinion", "observation"):
+        return _SECTIONS[5]
+    if item.kind in _SPEAKER:
+        return "Said in earlier sessions"
+    if item.kind in ("episode", "summary"):
+        return "Past sessions"
+    if item.category == "errors":
+        return "Errors met and how they were fixed"
+    if item.kind == "preference" or item.memory_type == "procedural" or item.category in _DECIDED:
+        return "Preferences and decisions"
+    return "Facts"
 
 
 def render_continuity(
@@ -118,10 +133,11 @@ def _flat(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _line(memory: Scored) -> str:
-    text = _flat(memory.text, 600)
-    if memory.memory_type == "procedural":
-        condition, _, action = text.partition("->") if "->" in text else text.partition(":")
-        text = f"When {condition.strip()} -> {action.strip()}" if action else text
-    when = f"[{memory.ts:%Y-%m-%d}] " if memory.ts else ""
-    return f"- {when}{escape(text)} ({memory.kind}, {', '.join(memory.sources)})"
+def _line(item: Shown) -> str:
+    text = item.text
+    if item.memory_type == "procedural" and item.category != "errors" and "->" in text:
+        condition, _, action = text.partition("->")
+        text = f"When {condition.strip()} -> {action.strip()}"
+    when = f"[{item.ts:%Y-%m-%d}] " if item.ts else ""
+    speaker = f"{_SPEAKER[item.kind]}: " if item.kind in _SPEAKER else ""
+    return f"- {when}{speaker}{escape(text)}"

@@ -6,22 +6,14 @@
   recall's multiplicative cognitive weighting.
 """
 
-import re
 from collections.abc import Callable, Sequence
 from typing import TypeVar
+
+from projections.recall.words import jaccard, word_set
 
 DUPLICATE = 0.85
 RECENCY, RELEVANCE, AUTHORITY = 0.3, 0.5, 0.2
 Result = TypeVar("Result")
-_WORD = re.compile(r"\w+")
-
-
-def words(text: str) -> frozenset[str]:
-    return frozenset(_WORD.findall(text.lower()))
-
-
-def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
-    return len(a & b) / len(a | b) if a or b else 1.0
 
 
 def deduplicated(results: Sequence[Result], text: Callable[[Result], str]) -> list[tuple[Result, bool]]:
@@ -29,7 +21,7 @@ def deduplicated(results: Sequence[Result], text: Callable[[Result], str]) -> li
     another repeated it (cross-validated)."""
     kept: list[tuple[Result, frozenset[str], bool]] = []
     for result in results:
-        mine = words(text(result))
+        mine = word_set(text(result))
         for i, (better, theirs, _) in enumerate(kept):
             if jaccard(mine, theirs) > DUPLICATE:
                 kept[i] = (better, theirs, True)

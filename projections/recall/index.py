@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from projections.recall.words import terms
-from projections.vectors import Vectors, vector_matrix
+from projections.vectors import Vector, Vectors, vector_matrix
 from schemas.recall import Window
 
 CONVERSATION = ("prompt", "message")  # the kinds of memory that are turns of a session
@@ -216,6 +216,12 @@ class Rows:
         found = [part.of(word) for part in self._postings]
         return np.concatenate([rows for rows, _ in found]), np.concatenate([counts for _, counts in found])
 
+    def rarity(self, word: str) -> float:
+        """How rare a word (as `terms` reads it) is among all the memories: BM25's idf."""
+        code = self.vocabulary.get(word)
+        holding = len(self.postings(code)[0]) if code is not None else 0
+        return _idf(self.count, holding)
+
     def readings(self, rows: RowIds) -> tuple[Matrix, Matrix, Matrix]:
         """Each row's vector alone, read with the turn before it, and with the turns either side
         (normalized sums of their vectors: on LoCoMo as good as embedding the joined texts, 72.0
@@ -284,6 +290,26 @@ class MemoryIndex:
         self._version = version
         self.rows = Rows(self)
         return bool(gone or new.num_rows)
+
+    def passages(self, memory_ids: list[str]) -> dict[str, list[tuple[str, Vector]]]:
+        """Each memory's chunks, in order, as their text and vector (its text as it is now: a
+        reworded memory's old chunks are left out); read from LanceDB, a few ms a call."""
+        rows = self.source.rows_of(memory_ids, ["memory_id", "chunk", "content_hash", "text", "vector"])
+        found: dict[str, list[tuple[int, str, Vector]]] = {}
+        for memory_id, chunk, content_hash, text, vector in zip(
+            rows["memory_id"].to_pylist(),
+            rows["chunk"].to_pylist(),
+            rows["content_hash"].to_pylist(),
+            rows["text"].to_pylist(),
+            vector_matrix(rows),
+            strict=True,
+        ):
+            if memory_id + _SEPARATOR + content_hash in self.held:
+                found.setdefault(memory_id, []).append((chunk, text, vector))
+        return {
+            m: [(text, vector) for _, text, vector in sorted(chunks, key=lambda c: c[0])]
+            for m, chunks in found.items()
+        }
 
     def _die(self, key: str) -> int:
         """Forget the row of this text of a memory; its row."""

@@ -11,6 +11,9 @@ import duckdb
 import msgspec
 
 from projections import sql
+from projections.folds import current
+from projections.recall.words import covered, word_set
+from schemas import kinds
 from schemas.settings import Settings
 
 
@@ -38,11 +41,13 @@ class Features(msgspec.Struct, frozen=True):
     superseded_by: str | None = None
     outcome: str | None = None  # a remembered memory's: success, or failed (an anti-pattern)
     agent: str | None = None  # a remembered memory's: the agent it belongs to
+    derived_from: list[str] = []  # a fact's: the events its assertions came from
+    current: bool = True  # a fact's: believed now (projections/folds/facts.py `current`)
 
 
 # Built once per snapshot, off the request path (`Memories.newer`): what scoring needs of every
 # memory.
-_RECALL_TABLES = """
+_RECALL_TABLES = f"""
 CREATE TEMP TABLE recall_features AS
 SELECT m.memory_id, m.kind, m.text, m.ts, m.project, m.origin, m.session_id,
     coalesce(f.confidence, o.confidence, 1.0) AS confidence,
@@ -52,7 +57,8 @@ SELECT m.memory_id, m.kind, m.text, m.ts, m.project, m.origin, m.session_id,
     CASE m.kind WHEN 'fact' THEN f.network WHEN 'opinion' THEN 'opinion' WHEN 'preference' THEN 'opinion'
         WHEN 'observation' THEN 'observation' ELSE 'experience' END AS network,
     coalesce(f.category, rm.category) AS category, f.memory_type,
-    f.valid_at, f.invalid_at, f.expired_at, f.created_at, f.superseded_by, rm.outcome, rm.agent
+    f.valid_at, f.invalid_at, f.expired_at, f.created_at, f.superseded_by, rm.outcome, rm.agent,
+    f.fact_id IS NULL OR ({current("f")}) AS current
 FROM memory_texts m
 LEFT JOIN facts f ON f.fact_id = m.memory_id
 LEFT JOIN remembered rm ON rm.event_id = m.memory_id
@@ -67,6 +73,14 @@ SELECT memory_id, entity_id, count(*) OVER (PARTITION BY entity_id) AS fan FROM 
 CREATE INDEX recall_entities_memory ON recall_entities (memory_id);
 
 CREATE TEMP TABLE recall_associations AS SELECT entity_a, entity_b, weight FROM associations;
+
+-- what each fact was drawn from: the events behind its assertions (a prompt, a message...)
+CREATE TEMP TABLE recall_sources AS
+SELECT h.fact_id AS memory_id, list(DISTINCT p.caused_by ORDER BY p.caused_by) AS derived_from
+FROM fact_history h JOIN provenance p ON p.event_id = h.event_id
+WHERE h.kind = '{kinds.FACT_ASSERTED}'
+GROUP BY h.fact_id;
+CREATE INDEX recall_sources_memory ON recall_sources (memory_id);
 """
 
 # the memories asked for first, by index (6 ms at 100k, where filtering last took 17)
@@ -86,7 +100,9 @@ SELECT r.memory_id, r.kind, r.text, r.ts, r.project, r.session_id, r.confidence,
               ON (a.entity_a = e.entity_id AND list_contains($named::VARCHAR[], a.entity_b))
               OR (a.entity_b = e.entity_id AND list_contains($named::VARCHAR[], a.entity_a))
               WHERE e.memory_id = r.memory_id), 0) AS associated,
-    r.valid_at, r.invalid_at, r.expired_at, r.created_at, r.superseded_by, r.outcome, r.agent
+    r.valid_at, r.invalid_at, r.expired_at, r.created_at, r.superseded_by, r.outcome, r.agent,
+    coalesce((SELECT s.derived_from FROM recall_sources s WHERE s.memory_id = r.memory_id), [])
+        AS derived_from, r.current
 FROM r
 """
 
@@ -97,17 +113,17 @@ SELECT entity_id FROM entities
 WHERE contains($text, lower(name)) AND length(name) >= 3 OR list_has_any(aliases, $words)
 """
 
-_GRAPH = """
+_GRAPH = f"""
 WITH RECURSIVE walk(entity_id, depth) AS (
     SELECT unnest($named::VARCHAR[]), 0
     UNION
     SELECT CASE WHEN f.source = w.entity_id THEN f.target ELSE f.source END, w.depth + 1
     FROM walk w JOIN facts f ON w.entity_id IN (f.source, f.target)
-    WHERE w.depth < 2 AND f.expired_at IS NULL
+    WHERE w.depth < 2 AND {current("f")}
 )
 SELECT f.fact_id, min(w.depth) AS depth FROM walk w
 JOIN facts f ON w.entity_id IN (f.source, f.target)
-WHERE f.expired_at IS NULL
+WHERE {current("f")}
 GROUP BY ALL ORDER BY depth, max(f.confidence) DESC LIMIT $limit
 """
 
@@ -210,14 +226,46 @@ _CONTINUITY = {
             SELECT session_id FROM sessions WHERE project = $project AND session_id <> $session
             ORDER BY last_event_at DESC LIMIT 1)
         ORDER BY ts DESC LIMIT 3""",
-    "preferences": """
-        SELECT statement FROM preferences WHERE project = $project OR scope = 'global'
-        ORDER BY strength DESC, evidence DESC LIMIT 5""",
     "failures": """
         SELECT signature || ' (' || occurrences || 'x)' FROM failures WHERE project = $project
         ORDER BY occurrences DESC LIMIT 5""",
 }
 
+
+# The preferences a new session is told: those that recurred (crystallized: strength s / (s + 2)
+# after s sessions), then the rules stated in fewer sessions, each with how many, at once (a rule
+# said once is a rule); the newest first, at most _PREFERENCES.
+_PREFERENCES = 8
+_PREFERRED = """
+SELECT statement, round(2 * strength / (1 - least(strength, 0.99)))::INT AS sessions, true AS recurring,
+    crystallized_at AS ts, strength
+FROM preferences WHERE project = $project OR scope = 'global'
+UNION ALL
+SELECT f.description, count(DISTINCT p.session_id), false, min(f.valid_at), 0.0
+FROM facts_current f
+JOIN fact_history h USING (fact_id)
+JOIN provenance v ON v.event_id = h.event_id
+JOIN prompts p ON p.event_id = v.caused_by
+WHERE f.relation = 'prefers' AND (f.project = $project OR f.scope = 'global')
+GROUP BY f.fact_id, f.description
+ORDER BY recurring DESC, strength DESC, ts DESC, statement
+"""
+
+
+def _preferences(rows: list[tuple[str, int, bool, datetime | None, float]]) -> list[str]:
+    """Each preference once, with how often it was said: a stated rule a recurring one says
+    already is that one."""
+    told: list[tuple[str, frozenset[str]]] = []
+    for statement, sessions, recurring, _, _ in rows:
+        words = word_set(statement)
+        if any(covered(words, other) >= _SAME_RULE for _, other in told):
+            continue
+        said = "stated once" if sessions <= 1 else f"stated in {sessions} sessions"
+        told.append((f"{statement} ({'recurring: ' if recurring else ''}{said})", words))
+    return [text for text, _ in told[:_PREFERENCES]]
+
+
+_SAME_RULE = 0.8  # the share of a rule's words another says, for them to be one
 
 # A snapshot opened for recall: its connection, its identity, its kinship.
 Opened = tuple[duckdb.DuckDBPyConnection, tuple[int, int] | None, Kinship]
@@ -294,7 +342,8 @@ class Memories:
     def continuity(self, project: str | None, session_id: str | None) -> Continuity:
         found = {name: self._values(query, project, session_id or "") for name, query in _CONTINUITY.items()}
         summary = found.pop("last_summary")
-        return Continuity(summary[0] if summary else None, **found)
+        preferred = self.db().execute(_PREFERRED, {"project": project}).fetchall()
+        return Continuity(summary[0] if summary else None, preferences=_preferences(preferred), **found)
 
     def remembered_by(self, project: str | None, agent: str, limit: int = 20) -> list[str]:
         """What was remembered for `agent` (a subagent type) in `project` or everywhere, newest

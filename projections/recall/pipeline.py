@@ -36,13 +36,15 @@ import msgspec
 import numpy as np
 
 from projections.embeddings import Encoder
-from projections.recall import fabric, scoring
+from projections.recall import block, fabric, scoring
 from projections.recall.baseline import Baseline, z_scores
+from projections.recall.block import Shown
 from projections.recall.fusion import reciprocal_ranks
 from projections.recall.index import Floats, MemoryIndex, RowIds, Rows, Scope, best
 from projections.recall.memories import Features, Kinship, Memories
 from projections.recall.tasks import classify, keywords, queries
 from projections.recall.timeframes import window
+from projections.recall.words import word_set
 from projections.vectors import Vector, Vectors
 from schemas.categories import Outcome, RememberedCategory
 from schemas.memory import Category, Network
@@ -52,6 +54,8 @@ from schemas.recall import Query, Recall, RecallRequest, Scored, Weighting, Wind
 Sides = tuple[str | None, str | None]  # the turns before and after a turn
 _SEMANTIC = ("semantic", "semantic_before", "semantic_around")  # the model, on the three readings
 _SESSIONS = 3  # the sessions whose best turns are candidates (1 or 3: the same on LoCoMo)
+_VECTORS_KEPT = 8  # prompts whose vectors are kept
+_INJECTION_CANDIDATES = 50  # recalled for the hook's block, which keeps the few that answer
 _SHORTLIST = 50  # candidates weighed by strength and confidence at once, the most relevant first
 
 
@@ -118,6 +122,7 @@ class Recaller:
         self.depth = depth  # candidates each retriever hands to fusion
         self._baselines: dict[str | None, Baseline] = {}  # per project (None: all)
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="recall")
+        self._vectors: dict[str, Vector] = {}  # the last prompts' vectors, oldest first
 
     def recall(
         self,
@@ -135,17 +140,20 @@ class Recaller:
         fusion: Fusion | None = None,
         weighting: Weighting = "cognitive",
         dedup: bool = False,
+        answers_only: bool = False,
         now: datetime | None = None,
         deadline: float | None = None,
     ) -> Recall:
         """The memories that matter for `prompt`, best first; Overdue past `deadline` (a
-        time.monotonic() instant)."""
+        time.monotonic() instant). `answers_only`: questions asked before are left out
+        (block.asked_before), before the `limit` best are taken."""
         if self.memories.follow:
             self.refresh()
         rows = self.index.rows
         now = now or datetime.now(UTC)
         fusion = fusion or self.fusion
         prompt = gist(prompt)
+        said = word_set(prompt)
         task = classify(prompt)
         asked = queries(prompt, task)
         span = window(prompt, as_of or now)
@@ -172,12 +180,14 @@ class Recaller:
                     weighting,
                     len(candidates.named),
                     now,
+                    _similarity(rows, query, m),
                 )
                 for m in ids
                 if m in features
                 and _admitted(features[m], as_of, now, network, category)
                 and _in_scope(features[m], outcome, agent, global_only)
                 and not _in_window(features[m], within_session)
+                and not (answers_only and block.asked_before(features[m].kind, features[m].text, said))
             ]
             if len(scored) >= limit:
                 break
@@ -203,8 +213,32 @@ class Recaller:
             fusion=msgspec.structs.replace(self.fusion, method=request.fusion),
             weighting=request.weighting,
             dedup=request.dedup,
+            answers_only=request.answers_only,
             deadline=deadline,
         )
+
+    def injection(self, request: RecallRequest, deadline: float | None = None) -> list[Shown]:
+        """What the UserPromptSubmit hook injects for `request`: the few memories that answer its
+        prompt, each once, a long one as its passage that matters (projections/recall/block.py);
+        [] when nothing in memory answers it."""
+        wide = msgspec.structs.replace(
+            request, limit=max(request.limit, _INJECTION_CANDIDATES), answers_only=True
+        )
+        found = self.answer(wide, deadline)
+        _in_time(deadline)
+        query = self.vector_of(found.queries[0].text)
+        return block.select(found.prompt, found.results, query, self.index.passages, self.index.rows.rarity)
+
+    def vector_of(self, text: str) -> Vector:
+        """The model's vector of `text`; the last few asked for are kept (a recall and the block
+        it makes ask for the same prompt's)."""
+        vector = self._vectors.pop(text, None)
+        if vector is None:
+            vector = self.encoder.encode([text])[0]
+        self._vectors[text] = vector
+        while len(self._vectors) > _VECTORS_KEPT:
+            del self._vectors[next(iter(self._vectors))]
+        return vector
 
     def refresh(self) -> bool:
         """Bring the index in step with the vectors; compute again the baselines whose scope grew
@@ -236,7 +270,7 @@ class Recaller:
         """The prompt's vector and what the retrievers found: the model and DuckDB work in
         threads while numpy searches the words."""
         scope = rows.scope(project, as_of)
-        encoded = self._pool.submit(lambda: self.encoder.encode([asked[0].text])[0])
+        encoded = self._pool.submit(self.vector_of, asked[0].text)
         graph = self._pool.submit(self._graph, prompt)
         try:
             fulltext = [(scope.bm25(q.text), q.weight) for q in asked]
@@ -244,7 +278,8 @@ class Recaller:
             query = encoded.result()
             named, facts = graph.result()
         finally:  # a failed retriever: the others end before the next recall uses DuckDB
-            wait([encoded, graph])
+            wait([encoded])
+            wait([graph])
         cosines = rows.vectors @ query
         found: dict[str, list[str]] = {}
         _note(found, rows.ids[scope.nearest(cosines, self.depth)], "semantic")
@@ -372,6 +407,12 @@ def _by_origin(
     return {m: r * factors.get(m, 1.0) for m, r in relevance.items()}, factors
 
 
+def _similarity(rows: Rows, query: Vector, memory_id: str) -> float:
+    """The model's cosine of the prompt and the memory (0 for one not in the index)."""
+    row = rows.row_of.get(memory_id)
+    return round(float(rows.vectors[row] @ query), 6) if row is not None else 0.0
+
+
 def _memory(rows: Rows, row: int) -> str | None:
     return str(rows.ids[row]) if row >= 0 else None
 
@@ -417,13 +458,13 @@ def _admitted(
         return False
     if memory.kind != "fact":
         return as_of is None or memory.ts is None or memory.ts <= as_of
-    at = as_of or now
-    known = as_of is None or memory.created_at is None or memory.created_at <= as_of
-    began = memory.valid_at is None or memory.valid_at <= at
-    ended = memory.invalid_at is not None and memory.invalid_at <= at
-    forgotten = memory.expired_at is not None and memory.expired_at <= at
-    superseded = as_of is None and memory.superseded_by is not None
-    return known and began and not ended and not forgotten and not superseded
+    if as_of is None:  # what is believed now: the one definition (projections/folds/facts.py)
+        return memory.current
+    known = memory.created_at is None or memory.created_at <= as_of
+    began = memory.valid_at is None or memory.valid_at <= as_of
+    ended = memory.invalid_at is not None and memory.invalid_at <= as_of
+    forgotten = memory.expired_at is not None and memory.expired_at <= as_of
+    return known and began and not ended and not forgotten
 
 
 def _score(
@@ -434,6 +475,7 @@ def _score(
     weighting: Weighting,
     in_context: int,
     now: datetime,
+    similarity: float,
 ) -> Scored:
     at = now.timestamp()
     moments = [*([memory.ts.timestamp()] if memory.ts else []), *memory.uses]
@@ -467,4 +509,7 @@ def _score(
         memory.confidence,
         sources,
         components,
+        similarity=similarity,
+        category=memory.category,
+        derived_from=memory.derived_from,
     )

@@ -2,12 +2,18 @@
 digit (so `otel.yaml` and `ERR_PORT` are two words each), stop words left out, the rest
 stemmed (Snowball's English stemmer: "recalled" and "recalls" are one word).
 
+The one tokenizer of memory: recall's BM25, and every comparison of two texts' words (whether
+two facts say the same, two results repeat each other, a line of an injected memory is already
+said), through `word_set`, `jaccard` and `covered`.
+
 On LoCoMo's development split these words with BM25's k1 = 0.9 and b = 0.4 gave 2.3 points of
 R@5 more than LanceDB's full-text search (k1 = 1.2 and b = 0.75, which it does not let one set).
 """
 
 import re
 import threading
+from collections.abc import Hashable
+from typing import TypeVar
 
 import Stemmer
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
@@ -21,6 +27,7 @@ _FRENCH = """
     pour qu que qui quoi sa se ses son sur tu un une vous"""
 STOP_WORDS = frozenset(ENGLISH_STOP_WORDS | set(_SPOKEN.split()) | set(_FRENCH.split()))
 _stemmers = threading.local()  # a Stemmer is not to be shared between threads
+Word = TypeVar("Word", bound=Hashable)  # a word, or what is said of one
 
 
 def terms(text: str) -> list[str]:
@@ -30,3 +37,18 @@ def terms(text: str) -> list[str]:
         stemmer = _stemmers.english = Stemmer.Stemmer("english")
     words: list[str] = stemmer.stemWords([w for w in _WORD.findall(text.lower()) if w not in STOP_WORDS])
     return words
+
+
+def word_set(text: str) -> frozenset[str]:
+    """The distinct words of `text`, as `terms` reads them."""
+    return frozenset(terms(text))
+
+
+def jaccard(a: frozenset[Word], b: frozenset[Word]) -> float:
+    """How alike two texts' words are: shared over all (1.0 for two texts without words)."""
+    return len(a & b) / len(a | b) if a or b else 1.0
+
+
+def covered(words: frozenset[str], by: frozenset[str]) -> float:
+    """The share of `words` that `by` holds too (1.0 for no words: nothing new)."""
+    return len(words & by) / len(words) if words else 1.0

@@ -120,7 +120,7 @@ def communities_of(db: duckdb.DuckDBPyConnection) -> Iterator[Derived]:
         SELECT f.project, f.source, f.target, f.fact_id, f.updated_by
         FROM facts_current f
         JOIN entities s ON s.entity_id = f.source JOIN entities t ON t.entity_id = f.target
-        WHERE f.project IS NOT NULL AND f.superseded_by IS NULL
+        WHERE f.project IS NOT NULL
         ORDER BY f.project, f.fact_id
         """
     ).fetchall()

@@ -1,12 +1,19 @@
 """What recurs crystallizes: a preference the user states in 3 or more distinct sessions becomes
 a `preference.crystallized`, and a failure met 3 or more times a `failure.recurring`.
 
-Signals are grouped by their normalized text, and then by meaning: two wordings whose
-embeddings' cosine reaches `SAME_MEANING` count as one (single linkage, so "always use uv" and
-"use uv, always" join even through a third wording). A group counts the distinct sessions that
-said it, so three wordings of one preference in one session are one session, not three. The
-newest `WINDOW` signals of a project are read, and its profile holds at most `PROFILE` of them,
-the strongest: the most sessions, then the most signals, then the newest.
+Signals are grouped by their normalized text, and then by what they are about: two wordings
+join when their embeddings' cosine reaches `SAME_MEANING`, or when they name the same things
+wanted the same way (`about`: the tools, libraries, commands and other content words they name,
+each wanted or not, French read in English, their Jaccard index at least `SAME_SUBJECT`) and the
+model still finds them near (`RELATED`). So "Toujours utiliser des exports nommés", "On utilise
+des named exports, pas de default" and "Je préfère les named exports" (cosines 0.64 to 0.73 under
+MiniLM) are one preference, and "always run pytest with -x" and "never run pytest in parallel"
+(one tool, two rules) two. Single linkage: wordings join through a third.
+
+A group counts the distinct sessions that said it, so three wordings of one preference in one
+session are one session, not three. The newest `WINDOW` signals of a project are read, and its
+profile holds at most `PROFILE` of them, the strongest: the most sessions, then the most
+signals, then the newest.
 
 A preference's strength is the share of the evidence a Laplace estimate gives it,
 sessions / (sessions + 2): 0.6 at 3 sessions, towards 1 as it keeps recurring.
@@ -16,6 +23,7 @@ machines, crystallizes the same preferences with the same ids.
 """
 
 import hashlib
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 
@@ -24,11 +32,15 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
+from projections.recall.words import jaccard, terms
+
 MIN_SESSIONS = 3
 MIN_OCCURRENCES = 3
 PROFILE = 30
 WINDOW = 500
 SAME_MEANING = 0.9  # the cosine of two wordings of one statement (MiniLM: paraphrases ~0.8-0.95)
+SAME_SUBJECT = 0.5  # the Jaccard index of what two wordings are about (`about`)
+RELATED = 0.5  # ... and their cosine at least (MiniLM: unrelated texts 0.0-0.25, a topic's ~0.4+)
 
 # texts -> their unit vectors, one row per text
 Encode = Callable[[Sequence[str]], np.ndarray]
@@ -116,15 +128,80 @@ def _crystal(
 
 
 def _by_meaning(texts: list[str], encode: Encode | None) -> list[list[str]]:
-    """`texts` (sorted) grouped by single linkage at SAME_MEANING; each group sorted."""
-    if encode is None or len(texts) < 2:
+    """`texts` (sorted) grouped by single linkage: the same meaning, or the same things wanted
+    the same way and near (see the module's docstring); each group sorted. Without a model, by
+    what they are about alone."""
+    if len(texts) < 2:
         return [[t] for t in texts]
-    vectors = encode(texts)
-    _, labels = connected_components(csr_matrix((vectors @ vectors.T) >= SAME_MEANING), directed=False)
+    subjects = [about(t) for t in texts]
+    alike = np.array([[jaccard(a, b) >= SAME_SUBJECT and bool(a) for b in subjects] for a in subjects])
+    if encode is None:
+        joined = alike
+    else:
+        vectors = encode(texts)
+        cosines = vectors @ vectors.T
+        joined = (cosines >= SAME_MEANING) | (alike & (cosines >= RELATED))
+    _, labels = connected_components(csr_matrix(joined), directed=False)
     groups: dict[int, list[str]] = {}
     for text, label in zip(texts, labels, strict=True):
         groups.setdefault(int(label), []).append(text)
     return sorted(groups.values())
+
+
+def about(text: str) -> frozenset[tuple[str, bool]]:
+    """What a rule is about: the content words it names (as recall reads them, French words read
+    in English first), each with whether it is wanted (not after "never", "not", "avoid",
+    "jamais", "pas", "sans"..., a second negation wanting again; not what follows "instead of",
+    "over", "rather than", "plutôt que", "au lieu de"), within the clause it is said in. The words
+    that only make a rule ("always", "use", "prefer", "toujours", "utiliser") or name a common
+    action ("run", "commit", "add") say nothing of what it is about: "always run ruff before
+    committing" and "never commit without running ruff" are both about ruff, wanted."""
+    found: set[tuple[str, bool]] = set()
+    for clause in _CLAUSE.split(text.lower()):
+        wanted = True
+        for word in _WORD.findall(clause):
+            word = _IN_ENGLISH.get(word, word)
+            if word in _NEGATING:
+                wanted = not wanted
+            elif word in _CONTRASTING:
+                wanted = False
+            else:
+                found.update((stem, wanted) for stem in terms(word) if stem not in _SAID_NOTHING)
+    return frozenset(found)
+
+
+_CLAUSE = re.compile(r"[,;:.!?()]+")
+_WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?|\d+")
+_NEGATING = frozenset([
+    "never", "not", "no", "don't", "dont", "doesn't", "avoid", "without", "stop",
+    "jamais", "pas", "ne", "n'", "sans", "évite", "évitez", "éviter", "aucun",
+])  # fmt: skip
+_CONTRASTING = frozenset(
+    ["instead", "over", "rather", "lieu", "plutôt", "dropped", "drop", "removed", "replaced", "longer"]
+)
+_SAID_NOTHING = frozenset(
+    terms(
+        "always prefer prefers preferred use uses using please should must want rather like ever now onward "
+        "run runs running commit commits committing add adding make making do doing write writing "
+        "create call check keep put set get start"
+    )
+)
+# French words of a developer's rules, read in English (what a rule is about, not its grammar)
+_IN_ENGLISH = {
+    "toujours": "always", "utiliser": "use", "utilise": "use", "utilisez": "use", "utilisons": "use",
+    "préfère": "prefer", "préfèrent": "prefer", "préférer": "prefer", "privilégie": "prefer",
+    "privilégier": "prefer", "nommé": "named", "nommés": "named", "nommée": "named", "nommées": "named",
+    "fichier": "file", "fichiers": "files", "fonction": "function", "fonctions": "functions",
+    "erreur": "error", "erreurs": "errors", "dépendance": "dependency", "dépendances": "dependencies",
+    "bibliothèque": "library", "bibliothèques": "libraries", "paquet": "package", "paquets": "packages",
+    "lancer": "run", "lance": "run", "lancez": "run", "exécuter": "run", "exécute": "run",
+    "tester": "test", "teste": "test", "testez": "test", "défaut": "default", "commentaire": "comment",
+    "commentaires": "comments", "classe": "class", "classes": "classes", "méthode": "method",
+    "méthodes": "methods", "requête": "query", "requêtes": "queries", "base": "database",
+    "avant": "before", "après": "after", "chaque": "every", "typage": "typing", "formater": "format",
+    "formate": "format", "déployer": "deploy", "déploie": "deploy", "branche": "branch",
+    "interdit": "never", "désormais": "now",
+}  # fmt: skip
 
 
 def recurring(occurrences: Iterable[Occurrence]) -> list[Recurring]:

@@ -54,8 +54,7 @@ GROUP BY ALL
 
 _STANDING = """
 SELECT f.fact_id, f.project, coalesce(t.tier, 'short_term') AS tier
-FROM facts f LEFT JOIN tiers t ON t.memory_id = f.fact_id
-WHERE f.expired_at IS NULL AND f.superseded_by IS NULL AND f.invalid_at IS NULL
+FROM facts_current f LEFT JOIN tiers t ON t.memory_id = f.fact_id
 ORDER BY f.fact_id
 """
 

@@ -1,8 +1,10 @@
 """Reflection without a model: an opinion formed from what recall found, weighed by evidence.
 
-Each recalled memory either supports the question's claim or contradicts it: it contradicts
-when it says something failed, is to be avoided or no longer holds ("not", "never", "failed",
-"avoid", "instead of", "anti-pattern", "ne ... pas", "jamais", "échoué"...); otherwise it supports.
+Each recalled memory either supports the question's claim or contradicts it (`stance`): by what
+it says of what the question is about ("we chose PostgreSQL over MySQL" contradicts "should we
+use MySQL?"), else when it says something failed, is to be avoided or no longer holds ("not",
+"never", "failed", "avoid", "instead of", "anti-pattern", "ne ... pas", "jamais", "échoué"...).
+The question asked before, and its earlier copies, are no evidence.
 A memory's weight is how well it matches (relative to the best match), how strongly it comes to
 mind (its activation, as a 0..1 strength), how recent and how confident it is, shaped by the
 project's disposition (schemas/reflection.py):
@@ -26,9 +28,12 @@ from collections.abc import Sequence
 
 import msgspec
 
+from projections.recall.block import asked_before
+from projections.recall.words import word_set
 from schemas.llm import LLMUsed, Spent
 from schemas.recall import Scored
 from schemas.reflection import Disposition, Evidence, Reflection, Stance
+from workers.dynamics.crystallize import about
 from workers.extraction.llm.config import LLMSettings
 from workers.extraction.llm.providers import Completion, ProviderError, complete, spent
 
@@ -42,17 +47,39 @@ _AGAINST = re.compile(
 )
 
 
+# what says a thing went wrong, whatever it is about (negations and choices are read by meaning)
+_FAILED = re.compile(
+    r"\b(?:fail(?:s|ed|ing|ure)?|broke|broken|wrong|slow|bug(?:gy)?|error|reverted?|échou\w*|cassé)\b",
+    re.IGNORECASE,
+)
+
+
 def opinion_id(project: str, query: str) -> str:
     said = " ".join(query.lower().split())
     return "opinion:" + hashlib.blake2b(f"{project}\0{said}".encode(), digest_size=10).hexdigest()
 
 
-def stance(text: str) -> Stance:
+def stance(text: str, question: str = "") -> Stance:
+    """Whether a memory supports the question's claim or contradicts it. By meaning first: a
+    memory that names what the question is about wants it as the question does, or not ("we
+    chose PostgreSQL over MySQL" contradicts "should we use MySQL?", and supports "should we
+    drop MySQL?"; crystallize.about reads "over", "instead of", "no longer", "dropped"...), and
+    contradicts when it says that went wrong ("DuckDB failed under concurrent writers"). A
+    memory that names none of it speaks lexically: it contradicts when it says something failed,
+    is to be avoided or no longer holds."""
+    asked = {word: wanted for word, wanted in about(question)}
+    named = [wanted == asked[word] for word, wanted in about(text) if word in asked]
+    if named:
+        agrees = sum(named) * 2 >= len(named) and not _FAILED.search(text)
+        return "supports" if agrees else "contradicts"
     return "contradicts" if _AGAINST.search(text) else "supports"
 
 
-def weigh(results: Sequence[Scored], disposition: Disposition) -> list[Evidence]:
-    """The evidence among `results`, each with its weight (see the module's docstring)."""
+def weigh(results: Sequence[Scored], disposition: Disposition, question: str = "") -> list[Evidence]:
+    """The evidence among `results`, each with its weight (see the module's docstring): the
+    question asked before, and its earlier copies, are no evidence (block.asked_before)."""
+    asked = word_set(question)
+    results = [r for r in results if not asked_before(r.kind, r.text, asked)]
     best = max((r.relevance for r in results), default=0.0)
     if best <= 0:
         return []
@@ -65,7 +92,7 @@ def weigh(results: Sequence[Scored], disposition: Disposition) -> list[Evidence]
         weight = (r.relevance / best) * (0.5 + 0.5 * strength) * (0.5 + 0.5 * r.recency) * r.confidence
         if r.kind in _USERS_OWN:
             weight *= 1 + 0.25 * (disposition.empathy - 3)
-        found.append(Evidence(r.memory_id, r.kind, r.text, stance(r.text), round(weight, 6), r.ts))
+        found.append(Evidence(r.memory_id, r.kind, r.text, stance(r.text, question), round(weight, 6), r.ts))
     return found
 
 
@@ -74,18 +101,18 @@ def reflect(
 ) -> Reflection:
     """The opinion the evidence in `results` makes on `query` (`before`: the confidence the
     project's opinion on it had, if it had one)."""
-    evidence = weigh(results, disposition)
+    evidence = weigh(results, disposition, query)
     supporting = sorted((e for e in evidence if e.stance == "supports"), key=lambda e: -e.weight)
     contradicting = sorted((e for e in evidence if e.stance == "contradicts"), key=lambda e: -e.weight)
     pro, con = sum(e.weight for e in supporting), sum(e.weight for e in contradicting)
     prior = 0.5 * disposition.skepticism
     confidence = round((max(pro, con) + prior / 2) / (pro + con + prior), 6)
     if not evidence:
-        statement = f"Memory holds nothing on {query!r}."
+        statement = f"On {query!r}, memory holds nothing."
     elif pro >= con:
-        statement = f"Memory supports it: {_said(supporting[0].text)}"
+        statement = f"On {query!r}, memory supports it: {_said(supporting[0].text)}"
     else:
-        statement = f"Memory argues against it: {_said(contradicting[0].text)}"
+        statement = f"On {query!r}, memory argues against it: {_said(contradicting[0].text)}"
     return Reflection(
         query=query,
         opinion_id=opinion_id(project, query),

@@ -19,7 +19,7 @@ from schemas import kinds, memory
 from schemas.events import Event
 from schemas.ontology import Relation, topic_of, tulving_type
 from workers.extraction.commits import commits
-from workers.extraction.failures import CHECKS, Fixed, fixes, runs
+from workers.extraction.failures import CHECKS, Fixed, as_run, error_line, fixes, runs
 from workers.extraction.files import canonical_name, entity_id, file_entities
 from workers.extraction.manifests import dependencies
 from workers.extraction.records import records
@@ -38,6 +38,7 @@ class Derived(msgspec.Struct, frozen=True):
     key: str | None = None  # what names it, whatever its wording (its fact or entity id)
 
 
+_QUOTED = 200  # characters of an error line a lesson quotes
 # what each kind of statement asserts: its relation, its subject, and where it goes in the budget
 _STATED: dict[Said, tuple[Relation, str, memory.Category]] = {
     "decision": ("decided_for", "project", "decisions"),
@@ -72,7 +73,72 @@ def derive_session(events: list[Event]) -> Iterator[Derived]:
         )
         if fixed.then is not None and (fixed.edited or fixed.ran):
             yield from _solved(by_id[fixed.then.event_id], event, error, fixed)
+        elif fixed.then is None and _left_failing(fixed, events):
+            yield from _unsolved(event, error, fixed)
+    yield from _overruled(events)
     yield from _checks(events)
+
+
+def _overruled(events: list[Event]) -> Iterator[Derived]:
+    """The errors a compaction summary called unresolved that the session's checks overrule:
+    they pass after the summary, to the session's end (the tools have the last word, as for the
+    episode's outcome). Each such block ends where the last check passed."""
+    ordered = sorted(events, key=lambda e: (e.ts, e.id))
+    at = {e.id: i for i, e in enumerate(ordered)}
+    checks = [(at[r.event_id], r) for r in runs(ordered) if CHECKS.match(r.key)]
+    if not checks or checks[-1][1].failed:
+        return
+    passed_at, passed = checks[-1]
+    for bullet in bullets(ordered):
+        if bullet.section != "errors" or bullet.solved or at[bullet.event_id] > passed_at:
+            continue
+        said = ordered[at[bullet.event_id]]
+        block = fact_id(said.project, "blocked_by", bullet.text)
+        ended = memory.FactSuperseded(
+            fact_id=block,
+            invalid_at=ordered[passed_at].ts,
+            reason=f"`{as_run(passed)}` passed after the summary, to the session's end",
+        )
+        causes = (said.id, passed.event_id)
+        yield Derived(kinds.FACT_SUPERSEDED, ended, said.project, causes, said.session_id, f"{block}>passed")
+
+
+def _left_failing(fixed: Fixed, events: list[Event]) -> bool:
+    """Whether a test, build or lint still failed this way when the session ended: its last run."""
+    if not CHECKS.match(fixed.failure.key):
+        return False
+    last = [r for r in runs(sorted(events, key=lambda e: (e.ts, e.id))) if r.key == fixed.failure.key][-1]
+    return last.event_id == fixed.failure.event_id
+
+
+def _unsolved(failed: Event, error: memory.EntityObserved, fixed: Fixed) -> Iterator[Derived]:
+    """A check the session left failing: what blocks the work, until a later fix ends it."""
+    said = _quoted(error_line(fixed.failure.output))
+    description = f"`{as_run(fixed.failure)}` still failed when the session ended: {said}"
+    fact = memory.FactAsserted(
+        fact_id=fact_id(failed.project, "blocked_by", error.entity_id),
+        source=subject("project", failed.project).entity_id,
+        relation="blocked_by",
+        target=error.entity_id,
+        description=description,
+        memory_type="episodic",
+        network="experience",
+        category="errors",
+        topic=topic_of(description),
+        dimensions=memory.Dimensions(what=fixed.signature, when=failed.ts.isoformat()),
+        valid_at=failed.ts,
+    )
+    project = subject("project", failed.project)
+    yield Derived(
+        kinds.ENTITY_OBSERVED, project, failed.project, (failed.id,), failed.session_id, project.entity_id
+    )
+    yield Derived(kinds.FACT_ASSERTED, fact, failed.project, (failed.id,), failed.session_id, fact.fact_id)
+
+
+def _quoted(line: str) -> str:
+    """An error line as a lesson quotes it: verbatim, cut to _QUOTED characters."""
+    line = line.strip()
+    return line if len(line) <= _QUOTED else line[: _QUOTED - 1] + "…"
 
 
 def error_entity(signature: str, project: str) -> memory.EntityObserved:
@@ -97,8 +163,8 @@ def _solved(then: Event, failed: Event, error: memory.EntityObserved, fixed: Fix
         )
     if fixed.ran:
         how.append("running " + "; ".join(f"`{c}`" for c in fixed.ran[:3]))
-    said = fixed.signature.rstrip(".: ")
-    description = f"`{fixed.failure.key}` failed with: {said}. Fixed by {' and '.join(how)}."
+    said = _quoted(error_line(fixed.failure.output)).rstrip(".: ")
+    description = f"`{as_run(fixed.failure)}` failed with: {said}. Fixed by {' and '.join(how)}."
     fact = memory.FactAsserted(
         fact_id=fact_id(then.project, "solved_by", error.entity_id, description),
         source=error.entity_id,
@@ -246,13 +312,14 @@ def _dependencies(events: list[Event]) -> Iterator[Derived]:
     per library: a later version rewords it)."""
     by_id = {e.id: e for e in events}
     latest = {(by_id[d.event_id].project, canonical_name(d.name)): d for d in dependencies(events)}
-    for (project, name), dependency in sorted(latest.items()):
+    for (project, canonical), dependency in sorted(latest.items()):
         event = by_id[dependency.event_id]
+        name = dependency.name  # as the manifest spells it: lazy_html, @xterm/addon-fit
         library = memory.EntityObserved(
-            entity_id=entity_id("library", canonical_name(name), project),
+            entity_id=entity_id("library", canonical, project),
             type="library",
             name=name,
-            normalized_name=canonical_name(name),
+            normalized_name=canonical,
             aliases=[name],
             properties={"project": project, "version": dependency.version, "manifest": dependency.manifest},
         )
@@ -263,7 +330,7 @@ def _dependencies(events: list[Event]) -> Iterator[Derived]:
         said = "uses, to develop," if dependency.dev else "depends on"
         description = f"{about.name} {said} {name} {dependency.version}".strip()
         fact = memory.FactAsserted(
-            fact_id=fact_id(project, relation, canonical_name(name)),
+            fact_id=fact_id(project, relation, canonical),
             source=about.entity_id,
             relation=relation,
             target=library.entity_id,

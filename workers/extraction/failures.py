@@ -1,6 +1,6 @@
 """What a session's commands say of its errors: each failure, by a normalized signature, and
-what fixed it: a later success of the same command, the fix being the edits and commands in
-between.
+what fixed it: a later success of the same command (it passed: a run that failed otherwise is
+no success), the fix being the edits and commands in between.
 
 A command failed when Claude Code says so (`tool.failed`, "Exit code 1"), or when a test or
 build run's output says so though its exit status was lost to a pipe (`pytest ... | tail`).
@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator
 import msgspec
 
 from schemas.events import Event
-from schemas.text import clean
+from schemas.text import cancelled, clean
 from workers.extraction.tool_uses import tool_uses
 
 _EDITS = {"Edit", "Write", "MultiEdit", "NotebookEdit"}
@@ -50,7 +50,6 @@ _ERROR_LINES = [
     re.compile(r"\b(?:failed|failure|not found|denied|refused|timed out|undefined|cannot)\b", re.IGNORECASE),
 ]
 _LINE_LEAD = re.compile(r"^[^\w\[*(]*(?:E\s{2,})?")  # indentation, box drawing, arrows, pytest's "E   "
-_REFUSED = re.compile(r"User rejected tool use|The user doesn't want to proceed", re.IGNORECASE)
 _EXIT_CODE = re.compile(r"^(?:Error: )?Exit code \d+\s*", re.IGNORECASE)
 _PLACEHOLDERS = [
     (re.compile(r"(?:[\w.~-]*/)+[\w.-]+"), "<path>"),
@@ -60,6 +59,7 @@ _PLACEHOLDERS = [
     (re.compile(r"\s+"), " "),
 ]
 _SIGNATURE_MAX = 160
+_AS_RUN_MAX = 80
 # commands that look, note or stage, and fix nothing
 _LOOKS = frozenset({
     "git status", "git log", "git diff", "git show", "git add", "git branch", "ls", "cat", "grep", "rg",
@@ -79,8 +79,8 @@ class Run(msgspec.Struct, frozen=True):
 
 
 class Fixed(msgspec.Struct, frozen=True):
-    """A failure, and what the session did before the same command no longer failed that way
-    (`then`: that run; None if the command never ran again)."""
+    """A failure, and what the session did before the same command passed (`then`: that run;
+    None if it never passed again in the session)."""
 
     failure: Run
     signature: str
@@ -121,8 +121,8 @@ def runs(events: Iterable[Event]) -> Iterator[Run]:
         if use.name != "Bash" or not isinstance(command, str) or not (key := command_key(command)):
             continue
         output = output_of(use.payload.get("error") if use.failed else use.payload.get("tool_response"))
-        if _REFUSED.search(output[:500]):
-            continue  # the user said no: nothing ran
+        if cancelled(output):
+            continue  # Claude Code cancelled it, or the user said no: nothing ran
         hidden = bool(CHECKS.match(key)) and bool(_FAILED_OUTPUT.search(output))
         yield Run(use.event.id, key, command, use.failed or hidden, output)
 
@@ -141,12 +141,19 @@ def output_of(response: object) -> str:
     return clean(response) if isinstance(response, str) else ""
 
 
-def signature(output: str) -> str:
-    """What names a failure, whichever run met it (see the module's docstring)."""
+def error_line(output: str) -> str:
+    """The line of a failure's output that names its error, as it was (see the module's
+    docstring): what a lesson quotes."""
     text = _EXIT_CODE.sub("", output.replace("\\n", "\n"))
     lines = [bare for raw in text[:20_000].splitlines() if (bare := _LINE_LEAD.sub("", raw).strip())]
     ranked = (line for pattern in _ERROR_LINES for line in lines if pattern.search(line))
-    line = next(ranked, lines[0] if lines else "")
+    return next(ranked, lines[0] if lines else "")
+
+
+def signature(output: str) -> str:
+    """What names a failure, whichever run met it: its error line with numbers, paths and quoted
+    values made placeholders (see the module's docstring)."""
+    line = error_line(output)
     for pattern, placeholder in _PLACEHOLDERS:
         line = pattern.sub(placeholder, line)
     return line.strip()[:_SIGNATURE_MAX]
@@ -154,31 +161,41 @@ def signature(output: str) -> str:
 
 def fixes(events: list[Event]) -> Iterator[Fixed]:
     """Each failure of `events` (one session's, in order), and what fixed it if anything did: the
-    next run of the same command that did not fail the same way, the fix being what was done in
-    between. A failure the next run meets again is that run's to fix."""
+    next run of the same command that passed, the fix being what was done in between. A fix is
+    only a fix once its check passed: a run that still failed, however otherwise, fixes nothing
+    (`then` stays None until one passes). A failure the next run meets again is that run's to
+    fix."""
     ordered = sorted(events, key=lambda e: (e.ts, e.id))
     at = {e.id: i for i, e in enumerate(ordered)}
     all_runs = list(runs(ordered))
     for n, run in enumerate(all_runs):
         if not run.failed or not (said := signature(run.output)):
             continue
-        again = next((r for r in all_runs[n + 1 :] if r.key == run.key), None)
-        if again is None:
+        later = [r for r in all_runs[n + 1 :] if r.key == run.key]
+        if later and later[0].failed and signature(later[0].output) == said:
+            continue
+        passed = next((r for r in later if not r.failed), None)
+        if passed is None:
             yield Fixed(run, said, None, (), (), ())
             continue
-        if again.failed and signature(again.output) == said:
-            continue
-        window = ordered[at[run.event_id] + 1 : at[again.event_id]]
+        window = ordered[at[run.event_id] + 1 : at[passed.event_id]]
         edits = [u for u in tool_uses(window) if u.name in _EDITS]
         ran = [r for r in runs(window) if r.key != run.key and r.key not in _LOOKS]
         edited = tuple(dict.fromkeys(p for u in edits if isinstance(p := u.given.get("file_path"), str)))
         commands = tuple(dict.fromkeys(_first_line(r.command) for r in ran))
-        if again.command != run.command:
-            commands += (_first_line(again.command),)
+        if passed.command != run.command:
+            commands += (_first_line(passed.command),)
         between = tuple(
-            dict.fromkeys([*(u.event.id for u in edits), *(r.event_id for r in ran), again.event_id])
+            dict.fromkeys([*(u.event.id for u in edits), *(r.event_id for r in ran), passed.event_id])
         )
-        yield Fixed(run, said, again, edited, commands, between)
+        yield Fixed(run, said, passed, edited, commands, between)
+
+
+def as_run(run: Run) -> str:
+    """The command as a lesson names it: as it was run (its first line, without what filters its
+    output), or its key when that line is long or a heredoc's."""
+    line = _first_line(run.command)
+    return line if len(line) <= _AS_RUN_MAX and "<<" not in line else run.key
 
 
 def _first_line(command: str) -> str:

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import duckdb
 
 from projections.embeddings import Encoder, load_encoder
+from projections.folds import current
 from projections.literals import string_literal
 from projections.store import current_store
 from schemas.settings import Settings
@@ -48,15 +49,25 @@ class Memory:
         if self.db is None:
             return []
         rows = self.db.execute(
-            """
-            SELECT fact_id, source, relation, description, confidence, memory_type, 1 + reconsolidations
-            FROM projections.facts
-            WHERE project = ? AND invalid_at IS NULL AND expired_at IS NULL AND superseded_by IS NULL
+            f"""
+            SELECT fact_id, source, relation, target, description, confidence, memory_type,
+                1 + reconsolidations
+            FROM projections.facts f
+            WHERE project = ? AND {current("f")}
             ORDER BY fact_id
             """,
             [project],
         ).fetchall()
-        fields = ("fact_id", "source", "relation", "description", "confidence", "memory_type", "versions")
+        fields = (
+            "fact_id",
+            "source",
+            "relation",
+            "target",
+            "description",
+            "confidence",
+            "memory_type",
+            "versions",
+        )
         return [Known(**dict(zip(fields, row, strict=True))) for row in rows]
 
     def tokens_today(self) -> int:

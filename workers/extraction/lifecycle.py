@@ -3,10 +3,10 @@
 Extraction proposes facts; this settles each one against what memory already holds in its
 project (the projections' snapshot) and what the same job proposed before it:
 
-- **A duplicate strengthens.** Its words (of 2+ characters) overlap an existing fact's by a
-  Jaccard index over 0.85 and their embeddings' cosine is over 0.92: instead of a new fact, the
-  existing one is reconsolidated, with more evidence (its confidence rises, or falls when the
-  restatement hedges: "maybe", "I think", "peut-être").
+- **A duplicate strengthens.** Its words (as recall reads them: projections/recall/words.py)
+  overlap an existing fact's by a Jaccard index over 0.75 and their embeddings' cosine is over
+  0.92: instead of a new fact, the existing one is reconsolidated, with more evidence (its
+  confidence rises, or falls when the restatement hedges: "maybe", "I think", "peut-être").
 - **A contradiction supersedes, never deletes.** A statement of change ("now uses", "switch
   from X to Y", "no longer", "instead of", "désormais") ends the fact it replaces: the fact that
   names X, or else the closest standing fact in the same slot (same subject and relation) whose
@@ -26,20 +26,19 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import msgspec
 
-from projections.recall.words import terms
+from projections.recall.words import jaccard, terms, word_set
 from schemas import kinds, memory
 from workers.extraction.derive import Derived
 
 # the cosine of `text` with each of `others`, from the embedder's model
 Cosine = Callable[[str, Sequence[str]], Sequence[float]]
 
-DUPLICATE_JACCARD = 0.85
+DUPLICATE_JACCARD = 0.75  # of content words: a rule's few words said again, and one more
 DUPLICATE_COSINE = 0.92
 SAME_SLOT_COSINE = 0.3
 MAX_VERSIONS = 5
 _STEP = 0.25  # how far one piece of evidence moves a confidence towards 1 (or 0)
 
-_WORDS = re.compile(r"[^\W_]{2,}")
 _HEDGED = re.compile(
     r"\b(?:maybe|perhaps|probably|might|i think|i guess|not sure|peut-être|je crois|sans doute)\b", re.I
 )
@@ -68,18 +67,11 @@ class Known(msgspec.Struct, frozen=True, kw_only=True):
     fact_id: str
     source: str
     relation: str
+    target: str | None = None
     description: str
     confidence: float
     memory_type: str
     versions: int  # its assertion and its reconsolidations
-
-
-def words(text: str) -> frozenset[str]:
-    return frozenset(_WORDS.findall(text.lower()))
-
-
-def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
-    return len(a & b) / len(a | b) if a or b else 1.0
 
 
 def settle(
@@ -110,14 +102,15 @@ def settle(
                 yield msgspec.structs.replace(derived, kind=kinds.FACT_RECONSOLIDATED, payload=again, key=key)
             continue
         yield derived
-        if _CHANGE.search(fact.description):
-            for old in _replaced(fact, standing.values(), cosine):
-                del standing[old.fact_id]
-                yield _superseded(old, fact, derived)
+        ended = _replaced(fact, standing.values(), cosine) if _CHANGE.search(fact.description) else []
+        for old in [*ended, *_unblocked(fact, standing.values())]:
+            del standing[old.fact_id]
+            yield _superseded(old, fact, derived)
         standing[fact.fact_id] = Known(
             fact_id=fact.fact_id,
             source=fact.source,
             relation=fact.relation,
+            target=fact.target,
             description=fact.description,
             confidence=fact.confidence,
             memory_type=fact.memory_type,
@@ -126,8 +119,8 @@ def settle(
 
 
 def _duplicate(fact: memory.FactAsserted, standing: Iterable[Known], cosine: Cosine) -> Known | None:
-    said = words(fact.description)
-    close = [k for k in standing if jaccard(said, words(k.description)) > DUPLICATE_JACCARD]
+    said = word_set(fact.description)
+    close = [k for k in standing if jaccard(said, word_set(k.description)) > DUPLICATE_JACCARD]
     if not close:
         return None
     scores = cosine(fact.description, [k.description for k in close])
@@ -163,6 +156,13 @@ def _replaced(fact: memory.FactAsserted, standing: Iterable[Known], cosine: Cosi
     scores = cosine(fact.description, [k.description for k in slot])
     best = max(range(len(slot)), key=lambda i: scores[i])
     return [slot[best]] if scores[best] >= SAME_SLOT_COSINE else []
+
+
+def _unblocked(fact: memory.FactAsserted, standing: Iterable[Known]) -> list[Known]:
+    """The blocks a fix ends: the standing `blocked_by` facts about the error it solves."""
+    if fact.relation != "solved_by":
+        return []
+    return [k for k in standing if k.relation == "blocked_by" and k.target == fact.source]
 
 
 def _superseded(old: Known, fact: memory.FactAsserted, derived: Derived) -> Derived:

@@ -27,7 +27,12 @@ _SECTION = re.compile(r"^\s*\d+\.\s+(?P<title>[A-Z][A-Za-z &]+):\s*$", re.M)
 _BULLET = re.compile(r"^(?P<indent>[ \t]*)[-*]\s+(?P<text>.+)$")
 _MINED = re.compile(r"Errors and Fixes:|Key Technical Concepts:")
 _MAX = 500  # characters of a bullet kept, its sub-bullets included
-_UNSOLVED = re.compile(r"\bunresolved\b|\bnot (?:yet )?(?:fixed|resolved)\b", re.IGNORECASE)
+# what a summary says of an error it has not seen fixed: "UNRESOLVED", "CURRENT:", "still failing"
+_UNSOLVED = re.compile(
+    r"\bunresolved\b|\bnot (?:yet )?(?:fixed|resolved)\b|(?-i:\bCURRENT\b)|\bstill fail\w*|\bin progress\b"
+    r"|\bnon résolu\w*|\btoujours en échec\b",
+    re.IGNORECASE,
+)
 
 
 class Bullet(msgspec.Struct, frozen=True):

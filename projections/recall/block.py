@@ -1,0 +1,202 @@
+"""What the UserPromptSubmit hook injects: of recall's best memories, the few that answer the
+prompt, each said once, the distilled before the raw chat, a long one as the passage that
+matters; nothing when nothing in memory answers the prompt.
+
+1. **A floor.** Recall ranks by z-scores, which are relative: the best of any scope looks good
+   beside the rest, whatever the prompt. Whether memory answers at all is read from the model's
+   cosine as it is: the prompt's nearest memory must reach `BLOCK_FLOOR`, or a memory must hold
+   verbatim a name from code the prompt gives (`cache_key.py`, `SPOTTER_OTEL_ENABLED`). An item
+   must reach `ITEM_FLOOR` (or hold such a name). MiniLM puts unrelated English texts at 0.0 to
+   0.25 and related ones above 0.3; on two stores of real coding sessions, 20 prompts about
+   something else ("explain how python decorators work") met no memory above 0.25, and the
+   questions the sessions answer had one at 0.30 or more.
+2. **A question is no answer.** The asking prompt's earlier copies (its words alike by `ECHO`),
+   and any earlier prompt that asks rather than tells (a question, "explain ...", "summarize
+   ..."), are left out: what answered it (the agent's message, a fact) is a memory of its own.
+3. **Distilled first.** A fact, a preference or an episode outranks the raw chat it came from:
+   prompts and messages weigh `RAW_WEIGHT` of their score here, and a turn a standing fact was
+   drawn from is that fact (said once, as the fact).
+4. **Once.** A line whose words are `SAID` covered by what the block holds already is left out;
+   an item left without lines goes.
+5. **The passage that matters.** A memory longer than `LONG` (a compaction summary, a report)
+   is shown as its passage nearest the prompt: its chunk the model puts nearest (the vectors the
+   embedder keeps of each chunk), then that chunk's lines holding most of the prompt's rarer
+   words, up to `EXCERPT` characters, in their order. Verbatim: lines are cut, never reworded.
+6. **A handful.** At most `MAX_ITEMS` items (Baddeley's chunks of working memory).
+
+Opinions are reverie's own answers to a question someone asked (`reverie reflect`): they are
+shown only for a prompt near that question (`OPINION_FLOOR`), and labelled as reflection
+(projections/recall/context.py).
+"""
+
+import re
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from itertools import pairwise
+
+import msgspec
+
+from projections.recall.tasks import identifiers
+from projections.recall.words import covered, jaccard, word_set
+from projections.vectors import Vector
+from schemas.recall import Scored
+
+BLOCK_FLOOR = 0.3
+ITEM_FLOOR = 0.2
+OPINION_FLOOR = 0.5
+ECHO = 0.9
+RAW_WEIGHT = 0.8
+SAID = 0.8
+LONG = 420
+EXCERPT = 360
+MAX_ITEMS = 6
+RAW = ("prompt", "message")
+REFLECTION = ("opinion", "observation")
+# What a memory's text is cut into, each part said once: a short memory's sentences; a long one's
+# lines (a summary's bullets), a line past _LINE_MAX characters at its sentences.
+_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+")
+_LINE_MAX = 300
+# what asks rather than tells, in English or French: a question (it ends with a question mark, or
+# opens as one), or a request to be told ("explain ...", "summarize ...", "dis-moi ...")
+_QUESTION = re.compile(
+    r"\?\s*$|^\s*(?:what|which|how|why|when|where|who|whose|does|do|did|is|are|was|were|can|could|"
+    r"should|would|will|qu(?:i|e|oi|el|elle|els|elles)|comment|pourquoi|quand|où|est-ce"
+    r"|explain|describe|tell me|show me|summari[sz]e|translate|define|compare"
+    r"|explique[rz]?|décris|résume|traduis|montre-moi|dis-moi)\b",
+    re.IGNORECASE,
+)
+
+# the passages of long memories: memory id -> each chunk's text and vector
+Passages = Callable[[list[str]], dict[str, list[tuple[str, Vector]]]]
+# how rare a word of the prompt is among the memories (BM25's idf)
+Rarity = Callable[[str], float]
+
+
+class Shown(msgspec.Struct, frozen=True):
+    """A memory as the block shows it: what it is, and its text or the passage that matters."""
+
+    memory_id: str
+    kind: str
+    text: str
+    ts: datetime | None
+    category: str | None = None
+    memory_type: str | None = None
+
+
+def select(
+    prompt: str,
+    found: Sequence[Scored],
+    query: Vector,
+    passages: Passages,
+    rarity: Rarity,
+) -> list[Shown]:
+    """The items to inject for `prompt` from recall's `found` (best first); [] for none."""
+    names = [n.lower() for n in identifiers(prompt)]
+    asked = word_set(prompt)
+    answers = [m for m in found if not asked_before(m.kind, m.text, asked)]
+    if not _answers(answers, names):
+        return []
+    near = [m for m in answers if _near(m, names)]
+    drawn = {source for m in near if m.kind == "fact" for source in m.derived_from}
+    ranked = sorted(
+        (m for m in near if not (m.kind in RAW and m.memory_id in drawn)),
+        key=lambda m: -m.score * (RAW_WEIGHT if m.kind in RAW else 1.0),
+    )
+    long = [m.memory_id for m in ranked[: 2 * MAX_ITEMS] if len(m.text) > LONG]
+    chunks = passages(long) if long else {}
+    said: frozenset[str] = frozenset()
+    shown: list[Shown] = []
+    for memory in ranked:
+        lines = _lines_of(memory, chunks.get(memory.memory_id, []), query, asked, rarity)
+        fresh = [(i, line) for i, line in lines if covered(word_set(line), said) < SAID]
+        if not fresh:
+            continue
+        said |= word_set(" ".join(line for _, line in fresh))
+        text = _joined(fresh)
+        shown.append(
+            Shown(memory.memory_id, memory.kind, text, memory.ts, memory.category, memory.memory_type)
+        )
+        if len(shown) == MAX_ITEMS:
+            break
+    return shown
+
+
+def _answers(found: Sequence[Scored], names: list[str]) -> bool:
+    """Whether memory answers the prompt at all (see the module's docstring)."""
+    return any(m.similarity >= BLOCK_FLOOR or _holds(m, names) for m in found)
+
+
+def _near(memory: Scored, names: list[str]) -> bool:
+    if memory.kind in REFLECTION:  # an answer to a question: for a prompt near it only
+        return memory.similarity >= OPINION_FLOOR
+    return memory.similarity >= ITEM_FLOOR or _holds(memory, names)
+
+
+def _holds(memory: Scored, names: list[str]) -> bool:
+    text = memory.text.lower()
+    return any(name in text for name in names)
+
+
+def asked_before(kind: str, text: str, asked: frozenset[str]) -> bool:
+    """Whether a memory is a question asked before, no answer: the asking prompt's earlier copy
+    (its words, `asked`, alike by ECHO), or any prompt that is itself a question (its answer, the
+    agent's message, is a memory of its own)."""
+    if kind != "prompt":
+        return False
+    return jaccard(word_set(text), asked) >= ECHO or _QUESTION.search(text) is not None
+
+
+def _lines_of(
+    memory: Scored,
+    chunks: list[tuple[str, Vector]],
+    query: Vector,
+    asked: frozenset[str],
+    rarity: Rarity,
+) -> list[tuple[int, str]]:
+    """The memory's text as numbered lines (in order); a long one's passage nearest the prompt."""
+    if len(memory.text) <= LONG:
+        return list(enumerate(_split(memory.text, 0)))
+    parts = chunks or [(memory.text, query * memory.similarity)]
+    lines = [(line, float(vector @ query)) for text, vector in parts for line in _split(text, _LINE_MAX)]
+    return _excerpt(lines, asked, rarity)
+
+
+def _joined(lines: list[tuple[int, str]]) -> str:
+    """Numbered lines as one text: a gap where lines were left out says so."""
+    text = lines[0][1]
+    for (before, _), (at, line) in pairwise(lines):
+        text += (" " if at == before + 1 else " … ") + line
+    return text
+
+
+def _split(text: str, line_max: int) -> list[str]:
+    """`text`'s lines, spaces collapsed, a line past `line_max` characters cut at its sentences."""
+    lines = (" ".join(raw.split()) for raw in text.splitlines())
+    return [
+        part
+        for line in lines
+        if line
+        for part in (_SENTENCE_END.split(line) if len(line) > line_max else [line])
+    ]
+
+
+def _excerpt(lines: list[tuple[str, float]], asked: frozenset[str], rarity: Rarity) -> list[tuple[int, str]]:
+    """The lines nearest the prompt, in their order, within EXCERPT characters. A line's nearness
+    is the share of the prompt's words it holds, each weighing its rarity, plus how near the
+    model puts the chunk it is in (a line is read in its context)."""
+    weights = {w: rarity(w) for w in asked}
+    whole = sum(weights.values()) or 1.0
+    nearness = [sum(weights[w] for w in word_set(line) & asked) / whole + near for line, near in lines]
+    kept: list[int] = []
+    used = 0
+    for i in sorted(range(len(lines)), key=lambda i: (-nearness[i], i)):
+        line = _cut(lines[i][0])
+        if used + len(line) > EXCERPT and kept:
+            break
+        kept.append(i)
+        used += len(line)
+    return [(i, _cut(lines[i][0])) for i in sorted(kept)]
+
+
+def _cut(line: str) -> str:
+    return line if len(line) <= EXCERPT else line[: EXCERPT - 1] + "…"

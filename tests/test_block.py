@@ -1,0 +1,146 @@
+"""What the UserPromptSubmit hook injects (projections/recall/block.py, context.py): nothing when
+memory does not answer, each memory once, the distilled before the raw chat, a long memory as
+its passage that matters, verbatim, in sections whose headings say what they hold."""
+
+from datetime import UTC, datetime
+
+import numpy as np
+import pytest
+
+from projections.recall import block, context
+from projections.recall.block import Shown, select
+from projections.vectors import Vector
+from schemas.recall import Scored
+
+QUERY: Vector = np.eye(4, dtype=np.float32)[0]
+ELSEWHERE: Vector = np.eye(4, dtype=np.float32)[1]
+DAY = datetime(2026, 2, 12, 9, 30, tzinfo=UTC)
+
+
+def memory(
+    memory_id: str,
+    text: str,
+    *,
+    kind: str = "fact",
+    score: float = 0.5,
+    similarity: float = 0.5,
+    category: str | None = None,
+    derived_from: list[str] | None = None,
+) -> Scored:
+    return Scored(
+        memory_id, kind, text, DAY, "/p", None, None, score, score, 0.0, 1.0, 1.0, 1.0, [], {},
+        similarity=similarity, category=category, derived_from=derived_from or [],
+    )  # fmt: skip
+
+
+def no_passages(memory_ids: list[str]) -> dict[str, list[tuple[str, Vector]]]:
+    return {}
+
+
+def rarity(word: str) -> float:
+    return 1.0
+
+
+def chosen(prompt: str, found: list[Scored], passages: block.Passages = no_passages) -> list[Shown]:
+    return select(prompt, found, QUERY, passages, rarity)
+
+
+def test_a_prompt_memory_does_not_answer_gets_nothing() -> None:
+    found = [memory(f"m{i}", f"the project depends on ash {i}.0", similarity=0.25) for i in range(5)]
+    assert chosen("explain how python decorators work", found) == []
+
+
+def test_a_name_from_code_the_prompt_gives_is_an_answer_however_far_the_model_puts_it() -> None:
+    found = [
+        memory("m1", "SPOTTER_OTEL_ENABLED=false turns tracing off", similarity=0.1),
+        memory("m2", "the project depends on ash 3.0", similarity=0.1),
+    ]
+    assert [m.memory_id for m in chosen("what does SPOTTER_OTEL_ENABLED do?", found)] == ["m1"]
+
+
+def test_the_asking_prompts_earlier_copies_are_no_answer() -> None:
+    found = [
+        memory("q", "How long do the tail workers wait before they ingest?", kind="prompt", score=0.9),
+        memory("a", "tail workers debounce ingest by 500 ms", score=0.6, similarity=0.45),
+    ]
+    assert [m.memory_id for m in chosen("how long do the tail workers wait before they ingest", found)] == [
+        "a"
+    ]
+
+
+def test_a_fact_stands_for_the_prompt_it_was_drawn_from_and_is_said_once() -> None:
+    found = [
+        memory("p", "We chose PostgreSQL over MySQL because of JSONB", kind="prompt", score=0.9),
+        memory("f", "We chose PostgreSQL over MySQL because of JSONB", score=0.8, derived_from=["p"]),
+        memory("e", "Chose PostgreSQL over MySQL because of JSONB. Files changed: db.py", kind="episode"),
+    ]
+    shown = chosen("which database did we choose", found)
+    assert [(m.memory_id, m.text) for m in shown] == [
+        ("f", "We chose PostgreSQL over MySQL because of JSONB"),
+        ("e", "Files changed: db.py"),  # what the fact said is not said again
+    ]
+
+
+def test_distilled_memory_outranks_the_raw_chat() -> None:
+    found = [
+        memory("m", "I think we should cache the embeddings on disk", kind="message", score=0.8),
+        memory("f", "the embedding cache is a DuckDB file of its own", score=0.7),
+    ]
+    assert [m.memory_id for m in chosen("where is the embedding cache kept", found)] == ["f", "m"]
+
+
+def test_a_long_memory_is_shown_as_its_passage_that_matters_verbatim() -> None:
+    filler = [f"- touched file number {i} while wiring the dashboard" for i in range(20)]
+    lines = [*filler[:10], "- Added `POST /api/hooks/session-end` route && wired it", *filler[10:]]
+    text = "\n".join(lines)
+    found = [memory("s", text, kind="summary", similarity=0.4)]
+    passages = {"s": [("\n".join(lines[:10]), ELSEWHERE), ("\n".join(lines[10:]), QUERY)]}
+    [shown] = chosen("which api route reports that a session ended", found, lambda ids: passages)
+    assert "- Added `POST /api/hooks/session-end` route && wired it" in shown.text
+    assert len(shown.text) <= block.EXCERPT + 10 and "number 3 " not in shown.text
+
+
+def test_a_handful_of_items_at_most() -> None:
+    found = [memory(f"m{i}", f"fact {i} about the widget {i * 'x'}") for i in range(12)]
+    assert len(chosen("tell me about the widget", found)) == block.MAX_ITEMS
+
+
+def test_an_opinion_is_shown_only_for_a_prompt_near_its_question() -> None:
+    opinion = memory("o", "Memory contradicts MySQL (0.7)", kind="opinion", similarity=0.35)
+    fact = memory("f", "we chose PostgreSQL over MySQL", similarity=0.45)
+    assert [m.memory_id for m in chosen("should we use MySQL?", [opinion, fact])] == ["f"]
+    near = memory("o", "Memory contradicts MySQL (0.7)", kind="opinion", similarity=0.8)
+    assert "o" in [m.memory_id for m in chosen("should we use MySQL?", [near, fact])]
+
+
+def test_headings_say_what_they_hold_and_each_item_when_it_was_true() -> None:
+    shown = [
+        Shown("f", "fact", "make dist && twine check dist/* > /dev/null", DAY, "decisions"),
+        Shown("e", "fact", "`mix test` failed with: BadMapError. Fixed by ...", DAY, "errors"),
+        Shown("p", "prompt", "start phoenix in background", DAY),
+        Shown("o", "opinion", "Memory contradicts MySQL", DAY),
+    ]
+    text = context.render(shown, 6_000)
+    assert (
+        "## Preferences and decisions\n- [2026-02-12] make dist && twine check dist/* > /dev/null\n" in text
+    )
+    assert "## Errors met and how they were fixed\n" in text
+    assert "## Said in earlier sessions\n- [2026-02-12] you: start phoenix in background\n" in text
+    assert "## reverie's own reflection (an opinion formed on request, not a fact)\n" in text
+    assert "Earlier in the conversation" not in text
+
+
+@pytest.mark.parametrize("limit", [400, 50])
+def test_the_block_keeps_within_its_budget(limit: int) -> None:
+    shown = [Shown(f"f{i}", "fact", f"fact number {i} " * 10, DAY) for i in range(6)]
+    text = context.render(shown, limit)
+    assert len(text) <= limit and (text == "" or text.endswith("</reverie-memory>"))
+
+
+def test_an_earlier_question_is_no_answer_nor_opens_the_block() -> None:
+    echo = memory("q", "explain how python decorators work", kind="prompt", score=0.9, similarity=1.0)
+    other = memory("o", "Which API route reports a session's end?", kind="prompt", similarity=0.6)
+    far = memory("f", "the project depends on ash 3.0", similarity=0.1)
+    assert chosen("explain how python decorators work", [echo, other, far]) == []
+    said = memory("s", "use the /api/hooks/session-end route", kind="prompt", similarity=0.6)
+    assert [m.memory_id for m in chosen("which route reports a session's end", [other, said])] == ["s"]
