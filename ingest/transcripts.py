@@ -1,7 +1,8 @@
 """Backfill from Claude Code transcripts (~/.claude/projects/**/*.jsonl, subagents included).
 
 A transcript line becomes the event the matching hook would have recorded: a user's words
-become `prompt.submitted`, a tool call with its result `tool.used` (or `tool.failed`), the
+become `prompt.submitted` (a subagent's turns written inline, `isSidechain`, are the
+`sidechain` agent's, not the user's), a tool call with its result `tool.used` (or `tool.failed`), the
 last words of an assistant turn `assistant.stopped`, a compaction boundary
 `compaction.finished`, and a subagent's transcript is framed by `subagent.started` and
 `subagent.stopped`. Ids derive from the transcript's own line ids, so importing the same
@@ -40,6 +41,11 @@ class BadLine(msgspec.Struct, frozen=True):
     line: int
     reason: str
     data: bytes
+
+
+# the agent of a subagent's turns written inline in its session's transcript (`isSidechain`, as
+# Claude Code 1.x wrote them): not the user's, not the main agent's
+SIDECHAIN = "sidechain"
 
 
 def find_transcripts(root: str) -> list[str]:
@@ -81,16 +87,18 @@ class _Transcript:
         self.first: tuple[str, str] | None = None  # (timestamp, line uuid)
         self.last: tuple[str, str] | None = None
         self.number = 0  # of the line being read
+        self.sidechain = False  # the line being read is a subagent's, inline (Claude Code 1.x)
 
     def event(
         self, kind: str, timestamp: str, seed: str, line: int | None = None, **fields: Any
     ) -> ImportedEvent:
+        agent_id = self.agent_id or (SIDECHAIN if self.sidechain else None)
         payload = {
             "session_id": self.session_id,
             "transcript_path": self.path,
             "cwd": self.cwd,
             "hook_event_name": None,
-            **({"agent_id": self.agent_id} if self.agent_id else {}),
+            **({"agent_id": agent_id} if agent_id else {}),
             **fields,
         }
         event_id = derived_event_id(_ms(timestamp), "transcript", self.session_id or "", seed, kind)
@@ -106,6 +114,7 @@ class _Transcript:
             return  # snapshots, queue operations: no moment of the session
         self.session_id = self.session_id or d.get("sessionId")
         self.agent_id = self.agent_id or d.get("agentId")
+        self.sidechain = d.get("isSidechain") is True
         self.cwd = d.get("cwd") or self.cwd
         if self.first is None:
             self.first = (timestamp, uuid)

@@ -1,6 +1,7 @@
 """`reverie mcp` through the MCP SDK's own stdio client, against a running stack: every tool, and
 no memory crossing from one project to another unless it was remembered for every project."""
 
+import json
 import subprocess
 import sys
 import time
@@ -14,7 +15,7 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from tests.conftest import Stack
+from tests.conftest import REVERIE, Stack, run_hook, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -159,3 +160,44 @@ def test_every_tool_through_the_sdk_client_and_no_memory_crosses_projects(
         "select source, scope from remembered r join events e on e.id = r.event_id where text like 'Pin the%'"
     )
     assert (source, scope) == ("mcp", "global")
+
+
+def test_reflection_reads_a_choice_by_meaning_and_is_given_only_to_whoever_asks(
+    stack: Stack, env: dict[str, str], tmp_path: Path
+) -> None:
+    app = project(tmp_path, "db-app")
+    here = {**env, "CLAUDE_PROJECT_DIR": str(app)}
+    chose = "We chose PostgreSQL over MySQL because we need JSONB columns"
+    done = subprocess.run(
+        [*REVERIE, "remember", chose], env=here, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    asked = "should we use MySQL for the new service?"
+
+    def reflected() -> str | None:
+        said = subprocess.run(
+            [*REVERIE, "reflect", asked], env=here, capture_output=True, text=True, timeout=120
+        )
+        return said.stdout if "PostgreSQL" in said.stdout else None
+
+    opinion = wait_for(reflected, timeout=90, what="the choice to be recalled")
+    assert "argues against" in opinion and "supports it" not in opinion, opinion
+
+    async def through_mcp() -> None:
+        async with reverie_mcp(env, app) as session:
+            failed, said = await text_of(session, "memory_reflect", {"query": asked})
+            assert not failed and "argues against" in said, said
+
+    anyio.run(through_mcp)
+    wait_for(
+        lambda: stack.query("SELECT count(*) FROM opinions")[0][0], timeout=60, what="the opinion folded"
+    )
+
+    def context(prompt: str) -> str:
+        payload = {"hook_event_name": "UserPromptSubmit", "session_id": "later", "prompt": prompt}
+        done = run_hook(json.dumps(payload).encode(), here)
+        return str(json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]) if done.stdout else ""
+
+    wait_for(lambda: "PostgreSQL" in context("which database does the app store its data in?"), timeout=60)
+    for unrelated in ("which database does the app store its data in?", "explain python decorators"):
+        assert "reverie's opinion" not in context(unrelated)  # an answer to whoever asked, no fact

@@ -13,6 +13,7 @@ import pytest
 
 from ingest.transcripts import ImportedEvent, find_transcripts, read_transcript
 from projections.projector import replay
+from projections.sql import connect
 from projections.store import current_store
 from reverie.testing import Folding, event_at, imported_event, make_event
 from schemas import events, kinds, memory
@@ -193,6 +194,24 @@ def test_claude_codes_own_messages_are_no_prompts_and_a_cancelled_call_is_no_err
     assert rows(db, "SELECT prompts FROM sessions") == [(1,)]
     assert rows(db, "SELECT outcome FROM tool_uses ORDER BY ts") == [("cancelled",), ("error",)]
     assert rows(db, "SELECT error FROM errors") == [("1 failure",)]
+
+
+def test_a_fact_imported_today_is_dated_when_it_was_true(folding: Folding, settings: Settings) -> None:
+    said = observed(kinds.PROMPT_SUBMITTED, 0, prompt="we chose PostgreSQL over MySQL")
+    fact = memory.FactAsserted(
+        fact_id="f", source="project:r", relation="decided_for", description="PostgreSQL"
+    )
+    learned = make_event(
+        kinds.FACT_ASSERTED, fact, id=new_event_id(), ts=said.ts, recorded_at=datetime.now(UTC),
+        project="-repo", source=kinds.SOURCE_WORKER, caused_by=(said.id,),
+    )  # fmt: skip
+    folding.fold([said, learned])
+    [(ts, created)] = (
+        connect(settings)
+        .execute("SELECT m.ts, f.created_at FROM memory_texts m JOIN facts f ON f.fact_id = m.memory_id")
+        .fetchall()
+    )
+    assert ts == T0 and created > T0 + timedelta(days=1)  # valid time, not when reverie learned it
 
 
 def test_a_duration_is_known_whichever_of_pre_and_post_is_folded_first(folding: Folding) -> None:

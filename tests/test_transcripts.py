@@ -12,6 +12,7 @@ from ingest.truncate import MAX_DEPTH
 from reverie.testing import imported_event
 from schemas import events, kinds, observed
 from tests.conftest import TRANSCRIPTS
+from workers.extraction.derive import derive
 
 FILES = find_transcripts(str(TRANSCRIPTS))
 
@@ -150,3 +151,29 @@ def test_a_session_whose_cwd_changes_stays_in_the_project_it_began_in(tmp_path: 
     path.parent.mkdir()
     path.write_text("\n".join(moved) + "\n")
     assert {i.project for i in imported(str(path))} == {str(tmp_path / "app")}
+
+
+def test_a_subagents_turns_written_inline_are_the_sidechains_not_the_users(tmp_path: Path) -> None:
+    def line(n: int, text: str, sidechain: bool) -> str:
+        return json.dumps({
+            "type": "user", "uuid": f"u{n}", "timestamp": f"2025-09-01T10:00:0{n}Z", "sessionId": "s",
+            "cwd": "/home/u/todo", "isSidechain": sidechain, "message": {"role": "user", "content": text},
+        })  # fmt: skip
+
+    path = tmp_path / "s.jsonl"
+    path.write_text("\n".join([
+        line(1, "Build a TODO app", False),
+        line(2, "Always use useReducer for the state. Create types/todo.ts", True),
+    ]) + "\n")  # fmt: skip
+    said = [
+        (e.payload.get("agent_id"), e.payload["prompt"])
+        for e in imported(str(path))
+        if e.kind == kinds.PROMPT_SUBMITTED
+    ]
+    assert said == [
+        (None, "Build a TODO app"),
+        ("sidechain", "Always use useReducer for the state. Create types/todo.ts"),
+    ]
+    assert [
+        d for d in derive([imported_event(e) for e in imported(str(path))]) if d.kind == kinds.FACT_ASSERTED
+    ] == []

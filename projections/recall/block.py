@@ -91,17 +91,8 @@ def select(
     rarity: Rarity,
 ) -> list[Shown]:
     """The items to inject for `prompt` from recall's `found` (best first); [] for none."""
-    names = [n.lower() for n in identifiers(prompt)]
     asked = word_set(prompt)
-    answers = [m for m in found if not asked_before(m.kind, m.text, asked)]
-    if not _answers(answers, names):
-        return []
-    near = [m for m in answers if _near(m, names)]
-    drawn = {source for m in near if m.kind == "fact" for source in m.derived_from}
-    ranked = sorted(
-        (m for m in near if not (m.kind in RAW and m.memory_id in drawn)),
-        key=lambda m: -m.score * (RAW_WEIGHT if m.kind in RAW else 1.0),
-    )
+    ranked = _ranked(found, [n.lower() for n in identifiers(prompt)], asked)
     long = [m.memory_id for m in ranked[: 2 * MAX_ITEMS] if len(m.text) > LONG]
     chunks = passages(long) if long else {}
     said: frozenset[str] = frozenset()
@@ -121,9 +112,18 @@ def select(
     return shown
 
 
-def _answers(found: Sequence[Scored], names: list[str]) -> bool:
-    """Whether memory answers the prompt at all (see the module's docstring)."""
-    return any(m.similarity >= BLOCK_FLOOR or _holds(m, names) for m in found)
+def _ranked(found: Sequence[Scored], names: list[str], asked: frozenset[str]) -> list[Scored]:
+    """The memories that may answer, the distilled first; none if memory does not answer at
+    all (see the module's docstring, 1 to 3)."""
+    answers = [m for m in found if not asked_before(m.kind, m.text, asked)]
+    if not any(m.similarity >= BLOCK_FLOOR or _holds(m, names) for m in answers):
+        return []
+    near = [m for m in answers if _near(m, names)]
+    drawn = {source for m in near if m.kind == "fact" for source in m.derived_from}
+    return sorted(
+        (m for m in near if not (m.kind in RAW and m.memory_id in drawn)),
+        key=lambda m: -m.score * (RAW_WEIGHT if m.kind in RAW else 1.0),
+    )
 
 
 def _near(memory: Scored, names: list[str]) -> bool:

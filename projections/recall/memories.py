@@ -216,7 +216,7 @@ _CONTINUITY = {
     "decisions": """
         SELECT description FROM facts_current
         WHERE category = 'decisions' AND (project = $project OR scope = 'global')
-        ORDER BY created_at DESC LIMIT 5""",
+        ORDER BY valid_at DESC, fact_id LIMIT 5""",
     "files": """
         SELECT file FROM (SELECT unnest(files_touched) AS file, ts FROM tool_uses WHERE project = $project)
         GROUP BY file ORDER BY max(ts) DESC LIMIT 20""",

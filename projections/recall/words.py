@@ -30,12 +30,17 @@ _stemmers = threading.local()  # a Stemmer is not to be shared between threads
 Word = TypeVar("Word", bound=Hashable)  # a word, or what is said of one
 
 
+def tokens(text: str) -> list[str]:
+    """`text`'s words as they are, in order: lower case, split at anything not a letter or a digit."""
+    return _WORD.findall(text.lower())
+
+
 def terms(text: str) -> list[str]:
     """The words of `text` that full-text search counts, stemmed, in order."""
     stemmer = getattr(_stemmers, "english", None)
     if stemmer is None:
         stemmer = _stemmers.english = Stemmer.Stemmer("english")
-    words: list[str] = stemmer.stemWords([w for w in _WORD.findall(text.lower()) if w not in STOP_WORDS])
+    words: list[str] = stemmer.stemWords([w for w in tokens(text) if w not in STOP_WORDS])
     return words
 
 

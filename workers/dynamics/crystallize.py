@@ -32,7 +32,7 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
-from projections.recall.words import jaccard, terms
+from projections.recall.words import jaccard, terms, tokens
 
 MIN_SESSIONS = 3
 MIN_OCCURRENCES = 3
@@ -157,9 +157,9 @@ def about(text: str) -> frozenset[tuple[str, bool]]:
     action ("run", "commit", "add") say nothing of what it is about: "always run ruff before
     committing" and "never commit without running ruff" are both about ruff, wanted."""
     found: set[tuple[str, bool]] = set()
-    for clause in _CLAUSE.split(text.lower()):
+    for clause in _CLAUSE.split(text):
         wanted = True
-        for word in _WORD.findall(clause):
+        for word in tokens(clause):
             word = _IN_ENGLISH.get(word, word)
             if word in _NEGATING:
                 wanted = not wanted
@@ -171,10 +171,10 @@ def about(text: str) -> frozenset[tuple[str, bool]]:
 
 
 _CLAUSE = re.compile(r"[,;:.!?()]+")
-_WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?|\d+")
+# "don't" reads as "don" and "t", "n'utilise" as "n" and "utilise"
 _NEGATING = frozenset([
-    "never", "not", "no", "don't", "dont", "doesn't", "avoid", "without", "stop",
-    "jamais", "pas", "ne", "n'", "sans", "évite", "évitez", "éviter", "aucun",
+    "never", "not", "no", "don", "dont", "doesn", "didn", "won", "avoid", "without", "stop",
+    "jamais", "pas", "ne", "n", "sans", "évite", "évitez", "éviter", "aucun",
 ])  # fmt: skip
 _CONTRASTING = frozenset(
     ["instead", "over", "rather", "lieu", "plutôt", "dropped", "drop", "removed", "replaced", "longer"]

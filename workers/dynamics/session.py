@@ -39,10 +39,11 @@ def valence(score: float) -> float:
 
 
 def prompts(events: Sequence[Event]) -> list[tuple[Event, str]]:
-    """The session's prompts, in order, with their text."""
+    """The user's prompts of the session, in order, with their text (a subagent's prompt is the
+    agent's task, not the user's words)."""
     found = []
     for event in sorted(events, key=lambda e: (e.ts, e.id)):
-        if event.kind == kinds.PROMPT_SUBMITTED:
+        if event.kind == kinds.PROMPT_SUBMITTED and event.agent == "main":
             prompt = msgspec.json.decode(event.payload).get("prompt")
             if isinstance(prompt, str):
                 found.append((event, prompt))

@@ -290,8 +290,9 @@ def _records(events: list[Event]) -> Iterator[Derived]:
 
 
 def _statements(events: list[Event]) -> Iterator[Derived]:
+    """What the user states: their own prompts only (a subagent's prompt is the agent's task)."""
     for event in events:
-        if event.kind != kinds.PROMPT_SUBMITTED:
+        if event.kind != kinds.PROMPT_SUBMITTED or event.agent != "main":
             continue
         prompt = msgspec.json.decode(event.payload).get("prompt")
         for statement in statements(prompt if isinstance(prompt, str) else ""):
