@@ -46,6 +46,8 @@ TABLES = [
     "opinions",
     "observations",
     "llm_usage",
+    "project_roots",
+    "recorded_projects",
     "folded",
 ]
 
