@@ -16,7 +16,16 @@ import sys
 
 from ingest.context import CONTEXT_HOOKS, MANIFEST_HOOKS, context_for, hook_output, tell
 from ingest.envelope import Rejected, encode_event
-from ingest.project import ROOT_FIELD, UNKNOWN_PROJECT, first_sight, keep_place, kept_place, mark, place_of
+from ingest.project import (
+    ROOT_FIELD,
+    UNKNOWN_PROJECT,
+    first_sight,
+    keep_place,
+    kept_place,
+    launch_folder,
+    mark,
+    place_of,
+)
 from ingest.resp import Connection
 from ingest.truncate import MAX_INPUT, loads, loads_head
 from schemas.ids import new_event_id, utc_now_iso
@@ -86,7 +95,15 @@ def deliver(settings: Settings, event_id: str, data: bytes, *before: tuple[str, 
 
 def place(settings: Settings, payload: dict[str, Any], environ: Environ) -> tuple[str, str]:
     """(project, worktree root) of the event `payload` is (ingest/project.py): its session's
-    project is where the session began, kept by its first hook."""
+    project is where the session began, kept by its first hook. Whatever goes wrong finding
+    it, the event is recorded: under the folder it names, as it is written."""
+    try:
+        return _place(settings, payload, environ)
+    except Exception:
+        return launch_folder(payload, environ) or UNKNOWN_PROJECT, ""
+
+
+def _place(settings: Settings, payload: dict[str, Any], environ: Environ) -> tuple[str, str]:
     session = payload.get("session_id")
     began = kept_place(settings.sessions_dir, session) if session else None
     project, root = place_of(payload, environ, began)

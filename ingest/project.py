@@ -99,15 +99,15 @@ def transcript_project(transcript_path: str) -> str | None:
 # -- a folder's repository, from git's own files ---------------------------------------------
 
 
-def _read(path: str, limit: int = _SMALL) -> str | None:
+def _read(path: str, limit: int = _SMALL, errors: str = "surrogateescape") -> str | None:
     """The first `limit` bytes of the file at `path` as text, or None (missing, a folder...)."""
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError:
         return None
     try:
-        return os.read(fd, limit).decode("utf-8", "surrogateescape")
-    except OSError:
+        return os.read(fd, limit).decode("utf-8", errors)
+    except (OSError, ValueError):  # unreadable, or not what we wrote (a file of ours, damaged)
         return None
     finally:
         os.close(fd)
@@ -323,16 +323,27 @@ def place_of(
 # -- what the hook keeps between its calls, under the data directory --------------------------
 
 
-def _digest(text: str) -> str:
+def _name(text: str) -> str:
+    """A file name for `text`, one-to-one: `%`, `/`, `\\`, `#` and NUL escaped (`%2F`...); a
+    digest (`#...`) when that is too long or not a name this file system takes. (No hashlib:
+    its import loads OpenSSL, 2 ms of a hook's 10; only such a name pays for `_blake2`.)"""
+    name = text.replace("%", "%25").replace("/", "%2F").replace("\\", "%5C").replace("#", "%23")
+    name = name.replace("\0", "%00")
+    try:
+        fits = name not in ("", ".", "..") and len(os.fsencode(name)) <= 200
+    except UnicodeError:
+        fits = False
+    if fits:
+        return name
     if TYPE_CHECKING:
         from hashlib import blake2b
-    else:  # hashlib's import loads OpenSSL: 2 ms of a hook's 10
+    else:
         from _blake2 import blake2b
-    return blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+    return "#" + blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
 def _kept(path: str) -> tuple[str, str] | None:
-    text = _read(path, 1 << 16)
+    text = _read(path, 1 << 16, "surrogatepass")
     if not text or not text.endswith("\n") or text.count("\0") != 1:
         return None  # none, or half written before a crash
     project, _, root = text[:-1].partition("\0")
@@ -341,16 +352,16 @@ def _kept(path: str) -> tuple[str, str] | None:
 
 def kept_place(sessions_dir: str, session_id: str) -> tuple[str, str] | None:
     """The (project, root) the session `session_id` began in, as `keep_place` kept it."""
-    return _kept(os.path.join(sessions_dir, _digest(session_id)))
+    return _kept(os.path.join(sessions_dir, _name(session_id)))
 
 
 def keep_place(sessions_dir: str, session_id: str, place: tuple[str, str]) -> tuple[str, str]:
     """Keep `place` as where the session began, unless another hook kept one first (then that
     one); the place kept. Written whole or not at all; a file a crash left half written is
     replaced. A data directory that cannot take it keeps nothing: the place is returned."""
-    path = os.path.join(sessions_dir, _digest(session_id))
+    path = os.path.join(sessions_dir, _name(session_id))
     temp = f"{path}.{os.getpid()}.tmp"
-    data = f"{place[0]}\0{place[1]}\n".encode("utf-8", "surrogateescape")
+    data = f"{place[0]}\0{place[1]}\n".encode("utf-8", "surrogatepass")
     kept: tuple[str, str] | None = place
     try:
         try:
@@ -381,8 +392,8 @@ def first_sight(marks_dir: str, root: str, project: str) -> str | None:
     """The marker to leave (`mark`) once it is said that `root` belongs to `project`, or None
     if there is nothing to say: it was said last, or the root is its own project and was never
     said to be another's. One read of a small file."""
-    path = os.path.join(marks_dir, _digest(root))
-    said = _read(path, 1 << 16)
+    path = os.path.join(marks_dir, _name(root))
+    said = _read(path, 1 << 16, "surrogatepass")
     if said == project or (said is None and project == root):
         return None
     return path
@@ -391,7 +402,7 @@ def first_sight(marks_dir: str, root: str, project: str) -> str | None:
 def mark(path: str, project: str) -> None:
     """Leave the marker `first_sight` named, for `project` (nothing if the data directory cannot
     take it: the identification is said again next time, which is harmless)."""
-    data = project.encode("utf-8", "surrogateescape")
+    data = project.encode("utf-8", "surrogatepass")
     try:
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

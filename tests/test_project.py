@@ -565,6 +565,10 @@ def test_where_a_session_began_is_kept_whole_once_and_forgotten_after_a_month(se
     assert keep_place(folder, "s1", ("/w/b", "/w/b")) == ("/w/b", "/w/b")
     assert kept_place(folder, "s1") == ("/w/b", "/w/b")
     keep_place(folder, "s2", ("/w/c", "/w/c"))
+    for odd in ("../..", "a/b\0c", "\udcff%2F", "#", "x" * 300, "."):  # any id a payload may hold
+        assert keep_place(folder, odd, ("/w/\udcfe", "/w/\udcfe")) == ("/w/\udcfe", "/w/\udcfe")
+        assert kept_place(folder, odd) == ("/w/\udcfe", "/w/\udcfe")
+    assert os.listdir(os.path.dirname(folder)) == [os.path.basename(folder)]  # none went elsewhere
     month_ago = time.time() - 31 * 86400
     os.utime(os.path.join(folder, name), (month_ago, month_ago))
     assert forget_old_sessions(settings) == 1
