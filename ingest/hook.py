@@ -16,11 +16,20 @@ import sys
 
 from ingest.context import CONTEXT_HOOKS, MANIFEST_HOOKS, context_for, hook_output, tell
 from ingest.envelope import Rejected, encode_event
-from ingest.project import project_of
+from ingest.project import (
+    ROOT_FIELD,
+    UNKNOWN_PROJECT,
+    first_sight,
+    keep_place,
+    kept_place,
+    launch_folder,
+    mark,
+    place_of,
+)
 from ingest.resp import Connection
 from ingest.truncate import MAX_INPUT, loads, loads_head
 from schemas.ids import new_event_id, utc_now_iso
-from schemas.kinds import HOOK_KINDS, SOURCE_CLAUDE_CODE
+from schemas.kinds import HOOK_KINDS, PROJECT_IDENTIFIED, SOURCE_CLAUDE_CODE
 from schemas.settings import HOOKS_OFF, STREAM, Settings
 
 DEADLINE_S = 5.0
@@ -65,18 +74,44 @@ def parse_payload(raw: bytes, hook_name: str | None, whole: bool = True) -> tupl
     return kind, payload
 
 
-def deliver(settings: Settings, event_id: str, data: bytes) -> str:
-    """Append the event to the stream, or to the spool if Redis cannot take it; where it went."""
+def deliver(settings: Settings, event_id: str, data: bytes, *before: tuple[str, bytes]) -> str:
+    """Append the event (after the events `before`, as (id, data)) to the stream, or to the
+    spool if Redis cannot take it; where it went."""
     try:
         with Connection(settings.redis_url, own=settings.embedded) as redis:
+            for _, earlier in before:
+                redis.command("XADD", STREAM, "*", "e", earlier)
             redis.command("XADD", STREAM, "*", "e", data)
         return "stream"
     except Exception:  # unreachable, slow, refusing, misconfigured, out of time: the spool takes it
         _disarm()  # the spool write must not be cut short by the watchdog
         from ingest.spool import spool_event  # here, as the dead letter below: most hooks need neither
 
+        for earlier_id, earlier in before:  # (one the stream took already is kept once: same id)
+            spool_event(settings, earlier_id, earlier)
         spool_event(settings, event_id, data)
         return "spool"
+
+
+def place(settings: Settings, payload: dict[str, Any], environ: Environ) -> tuple[str, str]:
+    """(project, worktree root) of the event `payload` is (ingest/project.py): its session's
+    project is where the session began, kept by its first hook. Whatever goes wrong finding
+    it, the event is recorded: under the folder it names, as it is written."""
+    try:
+        return _place(settings, payload, environ)
+    except Exception:
+        return launch_folder(payload, environ) or UNKNOWN_PROJECT, ""
+
+
+def _place(settings: Settings, payload: dict[str, Any], environ: Environ) -> tuple[str, str]:
+    session = payload.get("session_id")
+    began = kept_place(settings.sessions_dir, session) if session else None
+    project, root = place_of(payload, environ, began)
+    if session and began is None and project != UNKNOWN_PROJECT:
+        kept = keep_place(settings.sessions_dir, session, (project, root))
+        if kept != (project, root):  # another hook of the session came first
+            project, root = place_of(payload, environ, kept)
+    return project, root
 
 
 def _read(stdin: BinaryIO | None) -> bytes:
@@ -114,8 +149,28 @@ def handle_hook(argv: list[str], stdin: BinaryIO | None, environ: Environ) -> tu
         raw = raw[:MAX_INPUT]
         kind, payload = parse_payload(raw, argv[0] if argv else None, whole)
         now = utc_now_iso()
+        project, root = place(settings, payload, environ)
+        if root:
+            payload[ROOT_FIELD] = root
+        # the first time this root (a folder here) is seen as another's project, say so first
+        marker = first_sight(settings.identified_dir, root, project) if root else None
+        if marker is not None and not os.path.isdir(root):
+            marker = None
+        identified: tuple[tuple[str, bytes], ...] = ()
+        if marker is not None:
+            found = {"root": root, "project": project}
+            found_id = new_event_id()
+            found_data = encode_event(
+                PROJECT_IDENTIFIED,
+                found,
+                event_id=found_id,
+                ts=now,
+                recorded_at=now,
+                project=project,
+                source=SOURCE_CLAUDE_CODE,
+            )
+            identified = ((found_id, found_data),)
         event_id = new_event_id()
-        project = project_of(payload, environ)
         data = encode_event(
             kind,
             payload,
@@ -125,7 +180,9 @@ def handle_hook(argv: list[str], stdin: BinaryIO | None, environ: Environ) -> tu
             project=project,
             source=SOURCE_CLAUDE_CODE,
         )
-        where = deliver(settings, event_id, data)
+        where = deliver(settings, event_id, data, *identified)
+        if marker is not None:
+            mark(marker, project)
         if where == "stream" and not settings.embedded:  # the embedded stack's dispatcher drains the spool
             from ingest.spool import deliver_later
 

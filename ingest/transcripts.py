@@ -18,7 +18,7 @@ from typing import Any, BinaryIO
 import msgspec
 
 from ingest.envelope import Rejected
-from ingest.project import project_of
+from ingest.project import ROOT_FIELD, identify, place_of
 from ingest.truncate import MAX_INPUT, loads, loads_head
 from schemas import kinds
 from schemas.ids import derived_event_id
@@ -73,15 +73,20 @@ def _text(blocks: list[dict[str, Any]]) -> str:
     return "\n".join(b["text"] for b in blocks if b.get("type") == "text" and isinstance(b.get("text"), str))
 
 
+Places = dict[str, tuple[str, str]]  # where each session began: (project, worktree root)
+
+
 class _Transcript:
     """Turns the lines of one transcript file into events, in order."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, places: Places) -> None:
         self.path = path
+        self.places = places  # shared by a session's transcripts (its subagents')
+        self.identified: dict[str, tuple[str, str]] = {}  # identify's answers, by folder
         self.session_id: str | None = None
         self.agent_id: str | None = None
         self.cwd: str | None = None
-        self.project: str | None = None  # a session belongs to one project: where it began
+        self.began: tuple[str, str] | None = None  # a session belongs to one project: where it began
         self.tool_calls: dict[str, dict[str, Any]] = {}
         self.last_words: tuple[str, str, str, int] | None = None  # (timestamp, line uuid, text, line)
         self.first: tuple[str, str] | None = None  # (timestamp, line uuid)
@@ -102,11 +107,23 @@ class _Transcript:
             **fields,
         }
         event_id = derived_event_id(_ms(timestamp), "transcript", self.session_id or "", seed, kind)
-        if self.project is None:
-            self.project = project_of({"transcript_path": self.path, "cwd": self.cwd}, {})
+        if self.began is None:
+            self.began = self.places.get(self.session_id or "") or place_of(
+                {"transcript_path": self.path, "cwd": self.cwd}, {}, None, self.identify
+            )
+            if self.session_id:
+                self.places.setdefault(self.session_id, self.began)
+        project, root = place_of(payload, {}, self.began, self.identify)
+        if root:
+            payload[ROOT_FIELD] = root
         return ImportedEvent(
-            event_id, kind, timestamp, self.project, self.session_id, payload, line or self.number
+            event_id, kind, timestamp, project, self.session_id, payload, line or self.number
         )
+
+    def identify(self, folder: str) -> tuple[str, str]:
+        if (found := self.identified.get(folder)) is None:
+            found = self.identified[folder] = identify(folder)
+        return found
 
     def line(self, d: dict[str, Any]) -> Iterator[ImportedEvent]:
         timestamp, uuid = d.get("timestamp"), d.get("uuid")
@@ -214,13 +231,15 @@ def _parse(raw: bytes, whole: bool) -> dict[str, Any]:
     return line
 
 
-def read_transcript(path: str) -> Iterator[ImportedEvent | BadLine]:
-    """The events one transcript file records, and the lines that could not be read.
+def read_transcript(path: str, places: Places | None = None) -> Iterator[ImportedEvent | BadLine]:
+    """The events one transcript file records, and the lines that could not be read. `places`
+    keeps where each session began across the transcripts of one import (a subagent's events
+    belong to its session's project, wherever its own transcript starts).
 
     A line longer than MAX_INPUT is read to what its head holds (the event is cut like a hook
     payload when it is emitted); one that is not JSON is a BadLine.
     """
-    transcript = _Transcript(path)
+    transcript = _Transcript(path, {} if places is None else places)
     with open(path, "rb") as f:
         for number, (raw, whole) in enumerate(_lines(f), 1):
             if not raw.strip():

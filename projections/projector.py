@@ -6,7 +6,9 @@ id: a compaction rewrites folded events into a new segment), and folds them in o
 transaction, in id order. Then it publishes a snapshot for readers.
 
 A store is derived data: one that cannot be opened or read is rebuilt from the log, as
-`reverie replay` does, and swapped in.
+`reverie replay` does, and swapped in; so is one in which a `project.identified` event moved
+what was folded before to another project (replay reads every identification first, so the
+live store and a replay agree).
 """
 
 import contextlib
@@ -15,9 +17,11 @@ from collections.abc import Callable, Iterator
 
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from projections.event_log import SCHEMA, EventLog, OnQuarantine
-from projections.folds import FOLDS
+from projections.folds import FOLDS, MAPPING
+from projections.folds.base import IDENTIFY
 from projections.store import (
     SCHEMA_VERSION,
     Store,
@@ -30,28 +34,10 @@ from projections.store import (
     unreadable,
 )
 from schemas.files import Busy, lock_directory
+from schemas.kinds import PROJECT_IDENTIFIED
 
 BATCH_EVENTS = 50_000
-# The events of a batch not folded yet, once each, in id order. A project recorded as Claude
-# Code's key is read back to a path (project_root, projections/folds/base.py) by the event's cwd, else by
-# where its session began.
-_BATCH = """
-CREATE OR REPLACE TEMP TABLE batch AS
-WITH fresh AS (
-    SELECT * REPLACE (payload::JSON AS payload) FROM segment_rows
-    WHERE id NOT IN (SELECT id FROM folded)
-    QUALIFY row_number() OVER (PARTITION BY id) = 1
-), began AS (
-    SELECT session_id, arg_min(payload->>'cwd', id) FILTER (WHERE payload->>'cwd' IS NOT NULL) AS cwd
-    FROM fresh GROUP BY ALL
-)
-SELECT fresh.* REPLACE (
-    project_root(project_root(fresh.project, fresh.payload->>'cwd'), coalesce(sessions.cwd, began.cwd))
-    AS project
-)
-FROM fresh LEFT JOIN began USING (session_id) LEFT JOIN sessions USING (session_id)
-ORDER BY id
-"""
+MOVED = "projects_moved"  # meta's key: an identification moved what was folded (rebuild)
 Progress = Callable[[int], None]
 
 
@@ -69,11 +55,14 @@ def _batches(segments: list[str], rows: dict[str, int], limit: int) -> Iterator[
 
 
 def fold_segments(db: duckdb.DuckDBPyConnection, event_log: EventLog, segments: list[str]) -> int:
-    """Fold the events of `segments` not folded yet, in one transaction; how many."""
+    """Fold the events of `segments` not folded yet, in one transaction; how many. Each event is
+    folded under its project (projections/folds/base.py: MAPPING); if an identification among
+    them moves what was folded before to another project, meta says so (`moved`)."""
     db.register("segment_rows", _read(event_log, segments))
     db.execute("BEGIN")
     try:
-        db.execute(_BATCH)
+        for sql in MAPPING:
+            db.execute(sql)
         folded = db.execute("SELECT count(*) FROM batch").fetchall()[0][0]
         for _, sql in FOLDS:
             db.execute(sql)
@@ -91,6 +80,37 @@ def fold_segments(db: duckdb.DuckDBPyConnection, event_log: EventLog, segments: 
         with contextlib.suppress(duckdb.Error):  # a failure may have invalidated the database
             db.unregister("segment_rows")
     return int(folded)
+
+
+def moved(db: duckdb.DuckDBPyConnection) -> str | None:
+    """What an identification moved to another project after it was folded (None: nothing)."""
+    found = db.execute("SELECT value FROM meta WHERE key = ?", [MOVED]).fetchall()
+    return str(found[0][0]) if found else None
+
+
+def fold_identifications(db: duckdb.DuckDBPyConnection, event_log: EventLog, segments: list[str]) -> int:
+    """Learn every root's newest identification in `segments` before folding them (replay: so
+    what was recorded under a root folds under its project from the first batch); how many."""
+    tables = []
+    for path in segments:
+        found = event_log.read(path, ["kind"])
+        if found is None or not pc.any(pc.equal(found.column("kind"), PROJECT_IDENTIFIED)).as_py():
+            continue
+        if (table := event_log.read(path)) is not None:
+            tables.append(table.filter(pc.equal(table.column("kind"), PROJECT_IDENTIFIED)))
+    if not tables:
+        return 0
+    db.register("identifications", pa.concat_tables(tables))
+    try:
+        db.execute(
+            "CREATE OR REPLACE TEMP TABLE batch AS "
+            "SELECT * REPLACE (payload::JSON AS payload) FROM identifications"
+        )
+        db.execute(IDENTIFY)
+        db.execute("DROP TABLE batch")
+    finally:
+        db.unregister("identifications")
+    return sum(len(t) for t in tables)
 
 
 def _read(event_log: EventLog, segments: list[str]) -> pa.RecordBatchReader:
@@ -113,10 +133,13 @@ class Projector:
         root: str,
         batch_events: int = BATCH_EVENTS,
         on_quarantine: OnQuarantine | None = None,
+        rebuild_when_moved: bool = True,
     ) -> None:
         self.event_log = EventLog(event_log_dir, on_quarantine)
         self.root = root
         self.batch_events = batch_events
+        self.rebuild_when_moved = rebuild_when_moved  # (replay's own projector knows every identification)
+        self.rebuilt_for: str | None = None  # what the last rebuild for moved projects moved
         self.store: Store | None = None
         self.db: duckdb.DuckDBPyConnection | None = None
         self.unpublished = False
@@ -139,6 +162,9 @@ class Projector:
             if schema_version(db) != SCHEMA_VERSION:
                 db.close()
                 return "a store of another schema version"
+            if self.rebuild_when_moved and (what := moved(db)) is not None:
+                db.close()
+                return f"identified projects moved what was folded: {what}"
             self.store, self.db = store, db
             # a crash between a fold's commit and its publication left the snapshot behind
             self._publish()
@@ -186,6 +212,12 @@ class Projector:
             self.unpublished = True
             if progress:
                 progress(folded)
+            if self.rebuild_when_moved and (what := moved(self.db)) is not None:
+                # an identification moved what was folded before to another project: fold the
+                # log again knowing it, as replay would (once per root and project)
+                self.rebuild(progress)
+                self.rebuilt_for = what
+                return folded
         if self.unpublished:  # also what a failed publication left for this round
             self._publish()
         return folded
@@ -230,12 +262,15 @@ def replay(
     """
     os.makedirs(root, mode=0o700, exist_ok=True)
     store = new_store(root)
-    projector = Projector(event_log_dir, root, batch_events, on_quarantine)
+    projector = Projector(event_log_dir, root, batch_events, on_quarantine, rebuild_when_moved=False)
     # held while the store is built: killed before it is current, the store is an orphan that
     # any projector removes (prune_stores), and never one that is being built
     with lock_directory(store.path, f"{store.path} is being built"):
         try:
             projector.store, projector.db = store, store.connect()
+            # every root's project first: what was recorded under a root before its
+            # identification folds under its project, wherever the identification is in the log
+            fold_identifications(projector.db, projector.event_log, projector.event_log.segments())
             folded = projector.catch_up(progress)
             projector._publish()
         except BaseException:

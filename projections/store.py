@@ -24,14 +24,14 @@ from typing import TextIO
 
 import duckdb
 
-from projections.folds import FOLDS, SCHEMA
+from projections.folds import FOLDS, MAPPING, SCHEMA
 from schemas.files import lock_directory, sync_directory
 from schemas.ids import new_event_id
 
 # Any change to the tables or to how events fold into them makes another version: a store of
 # another version is rebuilt from the log.
 SCHEMA_VERSION = hashlib.blake2b(
-    "\n".join([SCHEMA, *(sql for _, sql in FOLDS)]).encode(), digest_size=8
+    "\n".join([SCHEMA, *MAPPING, *(sql for _, sql in FOLDS)]).encode(), digest_size=8
 ).hexdigest()
 DATABASE = "memory.duckdb"
 SNAPSHOT = "snapshot.duckdb"

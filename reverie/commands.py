@@ -34,7 +34,7 @@ keys stay as they are) and registers the MCP server `reverie mcp` where Claude C
 as `claude mcp add --scope` would. Installing again replaces reverie's entries, never doubles
 them. Each file's bytes from before are kept beside it (*.reverie-backup) for
 `reverie uninstall claude-code`. REVERIE_HOME and REDIS_URL, when set, go into the entries.
-The project scopes take the project of the current folder (its git root).
+The project scopes take the project of the current folder (the root of its git worktree).
 """
 UNINSTALL_HELP = """\
 Puts back each file install changed, byte for byte, if nobody changed it since; otherwise takes
@@ -94,7 +94,8 @@ def _parser() -> argparse.ArgumentParser:
         description="The event log: events(id, kind, ts, recorded_at, project, session_id, agent, source, v, "
         "payload JSON, caused_by), dead_letters(id, recorded_at, stage, reason, head, size, argv). "
         "Sessions: sessions, prompts, tool_uses, errors, messages, subagents, compactions, remembered, "
-        "retrievals, forgotten. Memory: entities, facts, fact_history, provenance, episodes, activation_log, "
+        "retrievals, forgotten, project_roots (each identified root path's project), recorded_projects. "
+        "Memory: entities, facts, fact_history, provenance, episodes, activation_log, "
         "signals, "
         "preferences, failures, tiers, communities, opinions, observations. Analytics: facts_current, "
         "facts_as_of(valid_time, known_time) (bi-temporal: true at valid_time, as known at known_time), "
@@ -386,8 +387,11 @@ def run(argv: list[str]) -> int:
     if args.command == "reflect":
         from reverie import recalling, reflecting, remembering
 
-        project = recalling.project_named(args.project) or remembering.current_project()
-        return reflecting.reflect_command(" ".join(args.query), project, args.json)
+        if args.project is not None:
+            project, root = recalling.place_named(args.project)
+        else:
+            project, root = remembering.current_place()
+        return reflecting.reflect_command(" ".join(args.query), project, args.json, root or None)
     if args.command == "think":
         from reverie import thinking
 

@@ -8,12 +8,13 @@ from rq import Queue
 
 from ingest.dead_letters import write_dead_letter
 from ingest.emit import Emitter, Rejected
-from ingest.transcripts import BadLine, find_transcripts, read_transcript
+from ingest.project import ROOT_FIELD, first_sight, mark
+from ingest.transcripts import BadLine, Places, find_transcripts, read_transcript
 from projections.event_log import EventLog
 from projections.sql import connect as sql_connect
 from projections.sql import query
 from reverie.console import fail, out, print_rows, progress_bar, warn_quarantined
-from schemas.kinds import SOURCE_IMPORT
+from schemas.kinds import PROJECT_IDENTIFIED, SOURCE_IMPORT
 from schemas.settings import QUEUE, Settings
 from workers.jobs import enqueue_episode
 from workers.redis_client import connect
@@ -41,16 +42,20 @@ def import_transcripts(paths: list[str], wait: bool = True) -> int:
     live = _sessions_recorded_live(settings)
     seen = bad = skipped = 0
     imported: set[str] = set()  # the sessions this import brought events of
+    places: Places = {}  # where each session began, across its transcripts
+    worktrees: dict[str, str] = {}  # each worktree root the events name, and its project
     with progress_bar() as progress, Emitter(client, SOURCE_IMPORT) as emitter:
         task = progress.add_task("reading transcripts", total=len(files))
         for path in files:
-            for item in read_transcript(path):
+            for item in read_transcript(path, places):
                 if isinstance(item, BadLine):
                     bad += 1
                     reason = f"{item.path}:{item.line}: {item.reason}"
                     write_dead_letter(settings.dead_letter_dir, "import", reason, item.data)
                     continue
                 seen += 1
+                if isinstance(root := item.payload.get(ROOT_FIELD), str) and root not in worktrees:
+                    worktrees[root] = item.project
                 if item.session_id in live:
                     skipped += 1
                     continue
@@ -66,13 +71,14 @@ def import_transcripts(paths: list[str], wait: bool = True) -> int:
                     write_dead_letter(settings.dead_letter_dir, "import", reason, repr(item.payload).encode())
             emitter.flush()
             progress.advance(task)
-    sent = emitter.sent
+        identified = _identify(settings, emitter, worktrees)
+    sent = emitter.sent - identified
     out.print(
         f"{len(files)} transcripts: {seen} events, {sent} new, {seen - sent - skipped} already in the log"
         + (f", {skipped} from sessions the hooks recorded live" if skipped else "")
         + (f", {bad} unreadable lines kept as dead letters" if bad else "")
     )
-    if wait and sent and not _wait_until_archived(settings, sent):
+    if wait and emitter.sent and not _wait_until_archived(settings, emitter.sent):
         return fail("the dispatcher has not archived everything yet; see `reverie status`")
     queue = Queue(QUEUE, connection=client)  # a transcript is a finished session: its episode
     for session_id in sorted(imported - {""}):
@@ -80,6 +86,20 @@ def import_transcripts(paths: list[str], wait: bool = True) -> int:
     if wait:
         _summary(settings)
     return 0
+
+
+def _identify(settings: Settings, emitter: Emitter, roots: dict[str, str]) -> int:
+    """Say which project each root on this disk belongs to, the first time it is seen in
+    another's (as the hook does): what was recorded under the path folds under the project.
+    How many."""
+    said = 0
+    for root, project in sorted(roots.items()):
+        if os.path.isdir(root) and (marker := first_sight(settings.identified_dir, root, project)):
+            emitter.emit(PROJECT_IDENTIFIED, {"root": root, "project": project}, project=project)
+            emitter.flush()
+            mark(marker, project)
+            said += 1
+    return said
 
 
 def _sessions_recorded_live(settings: Settings) -> set[str]:

@@ -39,7 +39,7 @@ import msgspec
 
 import ingest
 from ingest.envelope import compile_patterns
-from ingest.project import project_of
+from ingest.project import identify
 from schemas.files import private_directory, write_durably
 from schemas.kinds import HOOK_KINDS
 from schemas.settings import CONNECTION_NAMES, Settings, connection_line
@@ -246,8 +246,9 @@ def with_mcp(config: dict[str, Any], project: str | None, entry: dict[str, Any] 
 
 
 def project_root(cwd: str) -> str:
-    """The project `cwd` is in, as the hooks find it: its git root, else itself."""
-    return project_of({"cwd": os.path.realpath(cwd)}, {})
+    """The folder of the project `cwd` is in, as the hooks find it (ingest/project.py): the
+    root of its git worktree, else itself."""
+    return identify(os.path.realpath(cwd))[1]
 
 
 def files_for(scope: str, home: str, project: str) -> tuple[str, str]:

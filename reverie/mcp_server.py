@@ -54,8 +54,9 @@ _TAGS = {
 DEFAULT_BUDGET = 4000
 
 
-def build(settings: Settings, project: str) -> MCPServer:
-    """The server, its tools bound to `settings` and `project`."""
+def build(settings: Settings, project: str, root: str | None = None) -> MCPServer:
+    """The server, its tools bound to `settings` and `project` (the worktree `root` it runs in
+    names the project's disposition, `.reverie.toml`)."""
     server = MCPServer("reverie", instructions=INSTRUCTIONS)
 
     @server.tool()
@@ -117,7 +118,7 @@ def build(settings: Settings, project: str) -> MCPServer:
         from reverie.reflecting import BadDisposition, reflection, shown
 
         try:
-            return shown(reflection(settings, query, project, kinds.SOURCE_MCP))
+            return shown(reflection(settings, query, project, kinds.SOURCE_MCP, root=root))
         except (RecallFailed, BadDisposition) as e:
             raise ToolError(str(e)) from None
 
@@ -245,5 +246,6 @@ def timeline(settings: Settings, entity: str, project: str) -> str:
 def serve() -> int:
     """`reverie mcp`: serve on stdin and stdout until the client goes."""
     settings = Settings.from_env()
-    build(settings, remembering.current_project(dict(os.environ))).run("stdio")
+    project, root = remembering.current_place(dict(os.environ))
+    build(settings, project, root or None).run("stdio")
     return 0

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from ingest.project import identify
 from reverie.console import err, fail, out, print_rows
 from schemas.prompt import gist
 from schemas.recall import Recall, RecallRequest
@@ -105,12 +106,18 @@ def _short(text: str, limit: int = 160) -> str:
 
 
 def project_named(value: str | None) -> str | None:
-    """A --project value as recorded: a folder given as its absolute path (`.`, `~/app`), anything
-    else as given (what was recorded before projects were paths)."""
-    if value is None:
-        return None
+    """A --project value as recorded: a folder (`.`, `~/app`) as its project (ingest/project.py:
+    its repository), anything else as given (a project's name as `reverie sql` shows it)."""
+    return place_named(value)[0] if value is not None else None
+
+
+def place_named(value: str) -> tuple[str, str | None]:
+    """(project, worktree root) of a --project value; the root is None unless it is a folder."""
     folder = os.path.expanduser(value)
-    return os.path.abspath(folder) if os.path.isdir(folder) else value
+    if not os.path.isdir(folder):
+        return value, None
+    project, root = identify(os.path.abspath(folder))
+    return project, root
 
 
 def parse_time(value: str) -> datetime:

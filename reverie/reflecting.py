@@ -33,9 +33,12 @@ class BadDisposition(ValueError):
     pass
 
 
-def disposition(project: str) -> Disposition:
-    """The project's disposition: `[reflect]` of `.reverie.toml` at its root, else the defaults."""
-    path = os.path.join(project, DISPOSITION_FILE)
+def disposition(root: str | None) -> Disposition:
+    """The project's disposition: `[reflect]` of `.reverie.toml` at the root of the worktree,
+    else (or with no root) the defaults."""
+    if root is None:
+        return Disposition()
+    path = os.path.join(root, DISPOSITION_FILE)
     try:
         with open(path, "rb") as f:
             table = tomllib.load(f).get("reflect", {})
@@ -46,9 +49,12 @@ def disposition(project: str) -> Disposition:
         raise BadDisposition(f"{path}, [reflect]: {e} (skepticism, literalism, empathy: 1 to 5)") from None
 
 
-def reflection(settings: Settings, query: str, project: str, source: str) -> Reflection:
-    """The opinion memory forms on `query` in `project`, recorded (see the module's docstring)."""
-    shaped = disposition(project)
+def reflection(
+    settings: Settings, query: str, project: str, source: str, root: str | None = None
+) -> Reflection:
+    """The opinion memory forms on `query` in `project`, recorded (see the module's docstring),
+    shaped by the disposition of the worktree `root` (by default the project, if it is a folder)."""
+    shaped = disposition(root if root is not None else project if os.path.isabs(project) else None)
     request = RecallRequest(prompt=query, project=project, limit=_EVIDENCE, dedup=True, answers_only=True)
     found = find(settings, request)
     known = _Known(settings)
@@ -196,10 +202,10 @@ def shown(formed: Reflection) -> str:
     return "\n".join(lines)
 
 
-def reflect_command(query: str, project: str, as_json: bool) -> int:
+def reflect_command(query: str, project: str, as_json: bool, root: str | None = None) -> int:
     settings = Settings.from_env()
     try:
-        formed = reflection(settings, query, project, kinds.SOURCE_CLI)
+        formed = reflection(settings, query, project, kinds.SOURCE_CLI, root=root)
     except (RecallFailed, BadDisposition) as e:
         return fail(str(e))
     if as_json:

@@ -11,7 +11,7 @@ import os
 import msgspec
 
 from ingest.emit import append, encode
-from ingest.project import project_of
+from ingest.project import place_of
 from ingest.spool import spool_event
 from schemas import kinds
 from schemas.categories import Outcome, RememberedCategory, detect_category
@@ -31,10 +31,16 @@ class Recorded(msgspec.Struct, frozen=True):
     cut: bool = False
 
 
+def current_place(environ: dict[str, str] | None = None) -> tuple[str, str]:
+    """(project, worktree root) of the folder reverie runs in, as the hooks name it
+    (ingest/project.py): its repository, else its real path."""
+    env = dict(os.environ if environ is None else environ)
+    return place_of({"cwd": os.getcwd()}, env)
+
+
 def current_project(environ: dict[str, str] | None = None) -> str:
     """The project of the folder reverie runs in, as the hooks name it."""
-    env = dict(os.environ if environ is None else environ)
-    return project_of({"cwd": os.getcwd()}, env)
+    return current_place(environ)[0]
 
 
 def remember(

@@ -333,6 +333,7 @@ def replay() -> int:
     from projections.projector import replay as rebuild
 
     settings = Settings.from_env()
+    _identify_recorded(settings)
     total = EventLog(settings.event_log_dir, warn_quarantined).count()
     with progress_bar() as progress:
         task = progress.add_task("folding events", total=total)
@@ -345,6 +346,39 @@ def replay() -> int:
         progress.update(task, completed=total)
     out.print(f"replayed {folded} events into a fresh store, now current")
     return 0
+
+
+def _identify_recorded(settings: Settings) -> None:
+    """Before a replay: say which project each path recorded in the log belongs to, where this
+    disk knows (workers/identify.py), and wait for the stack to archive it, so this replay folds
+    what was recorded there under its project."""
+    import duckdb
+
+    from projections.sql import DamagedSnapshot, NoSnapshot, connect
+    from reverie.importing import _wait_until_archived
+    from workers.identify import say, unidentified
+
+    try:
+        db = connect(settings, snapshot_required=True)
+    except (NoSnapshot, DamagedSnapshot):
+        return
+    try:
+        found = unidentified(db)
+    except duckdb.Error:
+        return
+    finally:
+        db.close()
+    went = say(settings, found)
+    if not went:
+        return
+    roots = ", ".join(f"{f.root} -> {f.project}" for f in found)
+    err.print(f"identified {len(found)} recorded paths as their projects: {roots}", highlight=False)
+    if went == "spool" or not _wait_until_archived(settings, len(found), timeout=30):
+        err.print(
+            "the stack is not running: the identifications are spooled, and fold (rebuilding the "
+            "projections once) when it starts",
+            highlight=False,
+        )
 
 
 def scheduler() -> int:

@@ -16,6 +16,8 @@ NOTIFICATION = "notification"
 MEMORY_REMEMBERED = "memory.remembered"
 MEMORY_RETRIEVED = "memory.retrieved"
 MEMORY_FORGOTTEN = "memory.forgotten"
+# a root path found to be (a worktree of) a project: what was recorded under the path moves there
+PROJECT_IDENTIFIED = "project.identified"
 
 # Derived kinds: appended by the workers that think, from the events in `caused_by`.
 ENTITY_OBSERVED = "entity.observed"

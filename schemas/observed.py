@@ -113,3 +113,12 @@ class MemoryRetrieved(msgspec.Struct, kw_only=True):
     query: str
     results: list[str] = []
     scores: list[float] = []
+
+
+class ProjectIdentified(msgspec.Struct, kw_only=True):
+    """The folder `root` (a worktree's root, or a path events were recorded under) belongs to
+    `project` (ingest/project.py): the projector folds what was recorded under `root` as
+    `project`'s. The newest identification of a root holds."""
+
+    root: str
+    project: str

@@ -55,6 +55,7 @@ KINDS: dict[str, Kind] = {
         _observed(kinds.MEMORY_REMEMBERED, observed.MemoryRemembered, "facts"),
         _observed(kinds.MEMORY_RETRIEVED, observed.MemoryRetrieved, "dynamics"),
         _observed(kinds.MEMORY_FORGOTTEN, observed.MemoryForgotten, "dynamics"),
+        _observed(kinds.PROJECT_IDENTIFIED, observed.ProjectIdentified, "sessions"),
         _derived(kinds.ENTITY_OBSERVED, memory.EntityObserved, "facts"),
         _derived(kinds.FACT_ASSERTED, memory.FactAsserted, "facts"),
         _derived(kinds.FACT_SUPERSEDED, memory.FactSuperseded, "facts"),

@@ -221,6 +221,18 @@ class Settings:
         digest = hashlib.blake2b((project or "").encode("utf-8", "surrogatepass"), digest_size=16)
         return os.path.join(self.profiles_dir, digest.hexdigest() + ".md")
 
+    @property
+    def sessions_dir(self) -> str:
+        """Where each session began (its project and worktree root), kept by its first hook
+        (ingest/project.py: a session stays in the project it started in)."""
+        return self._path("sessions")
+
+    @property
+    def identified_dir(self) -> str:
+        """A marker per root and the project it was identified as, so a hook emits the
+        `project.identified` event once (ingest/project.py)."""
+        return self._path("identified")
+
     def manifest_path(self, session_id: str) -> str:
         """`session_id`'s compaction manifest (schemas/manifest.py), named by a digest of it."""
         import hashlib

@@ -17,6 +17,7 @@ from hypothesis import settings as examples
 from hypothesis import strategies as st
 from rq import Queue
 
+from ingest.project import ROOT_FIELD, place_of
 from ingest.redact import redact, redact_text
 from ingest.truncate import cut
 from schemas.kinds import HOOK_KINDS
@@ -66,10 +67,19 @@ def test_every_fixture_payload_is_archived_with_its_fields(stack: Stack, env: di
          canonical(redact(p, text=lambda s: cut(s, clean=redact_text))))
         for _, p in payloads
     )  # fmt: skip
-    got = sorted(
-        (kind, sid, agent, source, canonical(json.loads(body))) for kind, sid, agent, source, body in stored
-    )
-    assert got == expected
+    roots: dict[str, set[str]] = {}
+    got = []
+    for kind, sid, agent, source, body in stored:
+        payload = json.loads(body)
+        roots.setdefault(sid, set()).add(payload.pop(ROOT_FIELD))
+        got.append((kind, sid, agent, source, canonical(payload)))
+    assert sorted(got) == expected
+    # and the root of the worktree its session works in: one a session, where its first hook
+    # placed it (these sessions' folders are not on this disk, and Claude Code names one of
+    # them two ways, C:\ and c:\: the hooks ran at once, so either may have come first)
+    for session, found in roots.items():
+        began = {place_of(p, {})[1] for _, p in payloads if p["session_id"] == session}
+        assert len(found) == 1 and found <= began, (session, found, began)
     assert stack.query("select count(*) from dead_letters") == [(0,)]
 
 

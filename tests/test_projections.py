@@ -47,6 +47,8 @@ TABLES = [
     "opinions",
     "observations",
     "llm_usage",
+    "project_roots",
+    "recorded_projects",
     "folded",
 ]
 

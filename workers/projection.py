@@ -9,6 +9,7 @@ import structlog
 from projections.projector import Projector, prune_stores
 from projections.store import lock_projections
 from schemas.settings import Settings
+from workers.identify import forget_old_sessions, say, unidentified
 from workers.logs import quarantine_logger
 
 log = structlog.get_logger("reverie.projector")
@@ -28,6 +29,7 @@ def run_projector(settings: Settings, stop: threading.Event, interval_s: float =
             log.warning("projections.rebuilt", reason=why)
         prune_stores(settings.projections_dir)
         log.info("projector.started", store=projector.store.path if projector.store else None)
+        _identify(projector, settings)
         pruned_at = time.monotonic()
         while not stop.is_set():
             try:
@@ -39,6 +41,12 @@ def run_projector(settings: Settings, stop: threading.Event, interval_s: float =
                     pruned_at = time.monotonic()
                 if folded := projector.catch_up():
                     log.info("events.folded", events=folded)
+                if projector.rebuilt_for is not None:
+                    log.warning(
+                        "projections.rebuilt", reason=f"identified projects moved: {projector.rebuilt_for}"
+                    )
+                    projector.rebuilt_for = None
+                    prune_stores(settings.projections_dir)
                 if projector.mend_snapshot():
                     log.warning("snapshot.republished", reason="not the file the projector published last")
             except (duckdb.Error, OSError) as e:
@@ -48,6 +56,19 @@ def run_projector(settings: Settings, stop: threading.Event, interval_s: float =
         projector.close()
         lock.close()
         log.info("projector.stopped")
+
+
+def _identify(projector: Projector, settings: Settings) -> None:
+    """Say which project each path recorded in the store belongs to, where this disk knows
+    better (workers/identify.py): once folded, what was recorded there moves to its project."""
+    assert projector.db is not None
+    try:
+        forget_old_sessions(settings)
+        found = unidentified(projector.db)
+        if went := say(settings, found):
+            log.info("projects.identified", roots=[f.root for f in found], to=went)
+    except (duckdb.Error, OSError) as e:  # the next start tries again
+        log.warning("projects.identify_failed", error=str(e))
 
 
 def _recover(projector: Projector, settings: Settings, error: Exception) -> None:

@@ -14,6 +14,7 @@ store of the old version is rebuilt from the log.
 """
 
 from projections.folds import base, costs, dynamics, episodes, facts, sessions, signals, tools
+from projections.folds.base import MAPPING
 from projections.folds.facts import FACTS_AS_OF, FACTS_CURRENT, current
 
 BY_FAMILY = {
@@ -37,4 +38,4 @@ FOLDS: list[tuple[str, str]] = [
     *costs.FOLDS,
 ]
 
-__all__ = ["BY_FAMILY", "FACTS_AS_OF", "FACTS_CURRENT", "FOLDS", "SCHEMA", "current"]
+__all__ = ["BY_FAMILY", "FACTS_AS_OF", "FACTS_CURRENT", "FOLDS", "MAPPING", "SCHEMA", "current"]

@@ -1,8 +1,9 @@
-"""What every family of folds shares: the bookkeeping tables, `project_root`, provenance, and
-the helpers the folds are written with."""
+"""What every family of folds shares: the bookkeeping tables, `project_root`, the batch every
+fold reads (each event under its project), provenance, and the helpers the folds are written
+with."""
 
 from projections.literals import string_literal
-from schemas import text
+from schemas import kinds, text
 from schemas.registry import DERIVED_KINDS
 
 DERIVED_SQL = ", ".join(f"'{k}'" for k in sorted(DERIVED_KINDS))
@@ -61,6 +62,14 @@ CREATE MACRO project_root(project, cwd) AS CASE
         lambda p: p <> '' AND regexp_replace(rtrim(p, '/\'), '[^A-Za-z0-9]', '-', 'g') = project
     )[-1], '/\'), project)
 END;
+-- Which project each root path belongs to (ingest/project.py): the newest `project.identified`
+-- of the root, by id. What was recorded under the root folds under that project.
+CREATE TABLE project_roots (root VARCHAR PRIMARY KEY, project VARCHAR, identified_by VARCHAR);
+-- What each project recorded in the log (read back to a path) was folded as: when a newer
+-- identification says otherwise, what was folded before is in the wrong project, and the store
+-- is rebuilt (meta 'projects_moved', projections/projector.py); replay knows every
+-- identification before it folds anything.
+CREATE TABLE recorded_projects (recorded VARCHAR PRIMARY KEY, project VARCHAR);
 -- what has been folded: every event once, and the segments already read
 CREATE TABLE folded (id VARCHAR PRIMARY KEY);
 CREATE TABLE folded_segments (name VARCHAR PRIMARY KEY);
@@ -70,6 +79,76 @@ CREATE TABLE provenance (        -- which observed events each derived event cam
 );
 """
 )
+
+# The batch every fold reads: the events not folded yet, once each, in id order, under the
+# project they were recorded under, read back to a path where it is Claude Code's key
+# (project_root) by the event's cwd, else by where its session began. The statements after it
+# move each to its project.
+BATCH = """
+CREATE OR REPLACE TEMP TABLE batch AS
+WITH fresh AS (
+    SELECT * REPLACE (payload::JSON AS payload) FROM segment_rows
+    WHERE id NOT IN (SELECT id FROM folded)
+    QUALIFY row_number() OVER (PARTITION BY id) = 1
+), began AS (
+    SELECT session_id, arg_min(payload->>'cwd', id) FILTER (WHERE payload->>'cwd' IS NOT NULL) AS cwd
+    FROM fresh GROUP BY ALL
+)
+SELECT fresh.* REPLACE (
+    project_root(project_root(fresh.project, fresh.payload->>'cwd'), coalesce(sessions.cwd, began.cwd))
+    AS project
+)
+FROM fresh LEFT JOIN began USING (session_id) LEFT JOIN sessions USING (session_id)
+ORDER BY id
+"""
+# The identifications among them, before anything moves: the newest of a root holds.
+IDENTIFY = f"""
+INSERT INTO project_roots
+SELECT payload->>'root', arg_max(payload->>'project', id), max(id)
+FROM batch WHERE kind = '{kinds.PROJECT_IDENTIFIED}'
+    AND payload->>'root' IS NOT NULL AND payload->>'project' IS NOT NULL
+GROUP BY 1
+ON CONFLICT (root) DO UPDATE SET
+    project = CASE WHEN excluded.identified_by > project_roots.identified_by
+        THEN excluded.project ELSE project_roots.project END,
+    identified_by = greatest(project_roots.identified_by, excluded.identified_by)
+"""
+# Whether an identification moved a recorded project folded before (then the store is rebuilt).
+MOVED = """
+INSERT OR REPLACE INTO meta
+SELECT 'projects_moved', string_agg(recorded || ' -> ' || project_roots.project, ', ' ORDER BY recorded)
+FROM recorded_projects JOIN project_roots ON root = recorded
+WHERE recorded_projects.project <> project_roots.project
+HAVING count(*) > 0
+"""
+RECORDED = """
+INSERT INTO recorded_projects
+SELECT DISTINCT batch.project, coalesce(project_roots.project, batch.project)
+FROM batch LEFT JOIN project_roots ON root = batch.project
+WHERE batch.project IS NOT NULL
+ON CONFLICT DO NOTHING
+"""
+# Each event under its project: its session's (the project the session was first folded under,
+# else that of its earliest event in the batch: a session stays in the project it began in,
+# wherever the agent went), else the project its recorded one is identified as, else that one.
+MOVE = f"""
+UPDATE batch SET project = moved.project
+FROM (
+    WITH identified AS (
+        SELECT id, session_id, kind, coalesce(project_roots.project, batch.project) AS project
+        FROM batch LEFT JOIN project_roots ON root = batch.project
+    ), began AS (
+        SELECT session_id, arg_min(project, id) AS project FROM identified
+        WHERE session_id IS NOT NULL AND kind NOT IN ({DERIVED_SQL})
+        GROUP BY ALL
+    )
+    SELECT identified.id, coalesce(sessions.project, began.project, identified.project) AS project
+    FROM identified LEFT JOIN began USING (session_id) LEFT JOIN sessions USING (session_id)
+) moved
+WHERE batch.id = moved.id AND batch.project IS DISTINCT FROM moved.project
+"""
+# in the order the projector runs them, before FOLDS (and hashed into the schema version with them)
+MAPPING = [BATCH, IDENTIFY, MOVED, RECORDED, MOVE]
 
 FOLDS: list[tuple[str, str]] = [
     (

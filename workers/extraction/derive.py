@@ -20,7 +20,7 @@ from schemas.events import Event
 from schemas.ontology import Relation, topic_of, tulving_type
 from workers.extraction.commits import commits
 from workers.extraction.failures import CHECKS, Fixed, as_run, error_line, fixes, runs
-from workers.extraction.files import canonical_name, entity_id, file_entities
+from workers.extraction.files import canonical_name, entity_id, file_entities, relative, root_of
 from workers.extraction.manifests import dependencies
 from workers.extraction.records import records
 from workers.extraction.statements import Said, statements
@@ -155,9 +155,8 @@ def error_entity(signature: str, project: str) -> memory.EntityObserved:
 def _solved(then: Event, failed: Event, error: memory.EntityObserved, fixed: Fixed) -> Iterator[Derived]:
     how = []
     if fixed.edited:
-        files = [
-            os.path.relpath(p, then.project) if p.startswith(then.project + "/") else p for p in fixed.edited
-        ]
+        root = root_of(then)
+        files = [relative(p, root) if os.path.isabs(p) else p for p in fixed.edited]
         how.append(
             "editing " + ", ".join(files[:5]) + (f" and {len(files) - 5} more" if len(files) > 5 else "")
         )

@@ -1,12 +1,16 @@
-"""The files a session's tools read and changed, as `file` entities of their project."""
+"""The files a session's tools read and changed, as `file` entities of their project, each
+named by its path relative to the root of the worktree it was used in: the same file in two
+worktrees (or two clones) of one repository is one entity."""
 
 import hashlib
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
 
 import msgspec
 
+from ingest.project import ROOT_FIELD
 from schemas.events import Event
 from schemas.memory import EntityObserved
 from workers.extraction.tool_uses import tool_uses
@@ -23,7 +27,7 @@ class Mention(msgspec.Struct, frozen=True):
     """A file an event names, within its project."""
 
     project: str
-    path: str  # relative to the project's root when inside it, else as the tool gave it
+    path: str  # relative to its worktree's root when inside it, else as the tool gave it
     event_id: str
 
 
@@ -46,9 +50,24 @@ def entity_id(entity_type: str, normalized_name: str, project: str = "") -> str:
     return f"{entity_type}:{digest}"
 
 
-def _relative(path: str, project: str) -> str:
-    if os.path.isabs(path) and os.path.isabs(project):
-        inside = os.path.relpath(os.path.normpath(path), project)
+def root_of(event: Event, payload: Mapping[str, Any] | None = None) -> str | None:
+    """The root of the worktree `event` happened in, as the hook or the import recorded it in
+    its payload (ingest/project.py), else its project when that is a path (events recorded
+    before projects were repositories): None if neither says. Read from the event alone, never
+    from the disk: extraction runs on any worker."""
+    if payload is None:
+        decoded = msgspec.json.decode(event.payload)
+        payload = decoded if isinstance(decoded, dict) else {}
+    root = payload.get(ROOT_FIELD)
+    if isinstance(root, str) and os.path.isabs(root):
+        return root
+    return event.project if os.path.isabs(event.project) else None
+
+
+def relative(path: str, root: str | None) -> str:
+    """`path` relative to `root` when inside it, else normalized as it is."""
+    if root is not None and os.path.isabs(path):
+        inside = os.path.relpath(os.path.normpath(path), root)
         if not inside.startswith(os.pardir):
             return inside
     return os.path.normpath(path)
@@ -60,9 +79,9 @@ def mentions(events: Iterable[Event]) -> Iterator[Mention]:
         fields = _PATH_FIELDS[:2] if use.name in _SEARCHES else _PATH_FIELDS
         for path in (use.given.get(field) for field in fields):
             if isinstance(path, str) and path.strip() not in ("", "."):
-                relative = _relative(path.strip(), use.event.project)
-                if not _NOT_ITS_OWN.search(relative):
-                    yield Mention(use.event.project, relative, use.event.id)
+                named = relative(path.strip(), root_of(use.event, use.payload))
+                if not _NOT_ITS_OWN.search(named):
+                    yield Mention(use.event.project, named, use.event.id)
 
 
 def file_entities(events: Iterable[Event]) -> Iterator[tuple[EntityObserved, str, list[str]]]:
