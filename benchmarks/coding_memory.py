@@ -67,7 +67,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 from rq import Queue  # noqa: E402
 
 from ingest.context import ask  # noqa: E402
-from ingest.project import project_of  # noqa: E402
+from ingest.project import project_key, project_of  # noqa: E402
 from projections import sql  # noqa: E402
 from projections.event_log import EventLog  # noqa: E402
 from schemas.fence import guarded  # noqa: E402
@@ -316,7 +316,8 @@ def run_hooks(
     env = stack_env(settings.home)
     for i, (prompt, cwd) in enumerate(prompts):
         time.sleep(pause_s)  # a person types: the stack folds and embeds the prompt before
-        context = hook_context(reverie, env, prompt, cwd, session_id)
+        # a session belongs to the project it began in: one session per project asked in
+        context = hook_context(reverie, env, prompt, cwd, f"{session_id}-{project_key(cwd)}")
         runs.printed += bool(context)
         runs.from_profile += from_profile(settings, project_of({"cwd": cwd}, {}), context)
         runs.characters.append(len(context))

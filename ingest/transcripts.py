@@ -88,16 +88,24 @@ class _Transcript:
         self.cwd: str | None = None
         self.began: tuple[str, str] | None = None  # a session belongs to one project: where it began
         self.tool_calls: dict[str, dict[str, Any]] = {}
-        self.last_words: tuple[str, str, str, int] | None = None  # (timestamp, line uuid, text, line)
+        # the last words of the turn: (timestamp, line uuid, text, line, whether the sidechain's)
+        self.last_words: tuple[str, str, str, int, bool] | None = None
         self.first: tuple[str, str] | None = None  # (timestamp, line uuid)
         self.last: tuple[str, str] | None = None
         self.number = 0  # of the line being read
         self.sidechain = False  # the line being read is a subagent's, inline (Claude Code 1.x)
 
     def event(
-        self, kind: str, timestamp: str, seed: str, line: int | None = None, **fields: Any
+        self,
+        kind: str,
+        timestamp: str,
+        seed: str,
+        line: int | None = None,
+        sidechain: bool | None = None,  # whose it is, if not the line being read's
+        **fields: Any,
     ) -> ImportedEvent:
-        agent_id = self.agent_id or (SIDECHAIN if self.sidechain else None)
+        sidechain = self.sidechain if sidechain is None else sidechain
+        agent_id = self.agent_id or (SIDECHAIN if sidechain else None)
         payload = {
             "session_id": self.session_id,
             "transcript_path": self.path,
@@ -155,7 +163,7 @@ class _Transcript:
             if block.get("type") == "tool_use" and isinstance(block.get("id"), str):
                 self.tool_calls[block["id"]] = block
         if text := _text(blocks):
-            self.last_words = (timestamp, uuid, text, self.number)
+            self.last_words = (timestamp, uuid, text, self.number, self.sidechain)
 
     def user(
         self, d: dict[str, Any], blocks: list[dict[str, Any]], timestamp: str, uuid: str
@@ -193,9 +201,11 @@ class _Transcript:
 
     def turn_ended(self) -> Iterator[ImportedEvent]:
         if self.last_words is not None:
-            timestamp, uuid, text, line = self.last_words
+            timestamp, uuid, text, line, sidechain = self.last_words
             self.last_words = None
-            yield self.event(kinds.ASSISTANT_STOPPED, timestamp, uuid, line, last_assistant_message=text)
+            yield self.event(
+                kinds.ASSISTANT_STOPPED, timestamp, uuid, line, sidechain, last_assistant_message=text
+            )
 
     def finish(self) -> Iterator[ImportedEvent]:
         if self.agent_id and self.last is not None:

@@ -279,9 +279,9 @@ def _parser() -> argparse.ArgumentParser:
         "think",
         help="run memory's scheduled jobs now: lifecycle, dream, communities, decay",
         description="Each runs every 6 hours anyway (`reverie scheduler`, RQ's cron). The lifecycle "
-        "promotes facts used in 3+ sessions to long-term memory, archives sessions idle for 30 days and "
-        "expires facts whose ACT-R activation fell below -2.0 (hidden from recall, kept: --as-of still "
-        "finds them). The dream cycle consolidates the last 7 days' episodes. Communities group entities "
+        "promotes facts used in 3+ sessions to long-term memory and archives sessions idle for 30 days; "
+        "decay orders memories and hides none. The dream cycle consolidates the last 7 days' episodes "
+        "(a duplicate leaves recall, pointing to the fact kept). Communities group entities "
         "by label propagation. Decay judges each recall (used or not), which FSRS stability follows. "
         "Each derives events, the same ones however often it runs.",
     )

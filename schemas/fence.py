@@ -5,12 +5,13 @@ Everything injected sits in one <reverie-memory> element whose preamble says so.
 keeps every character it had (`&`, `<`, `>` and quotes in commands, paths and errors are what
 the agent may copy into a shell), but for the fence's own markers: wherever the name
 `reverie-memory` appears inside, however it is spelled (any case, fullwidth or other
-compatibility forms, zero-width characters between its letters, a hyphen or underscore
-lookalike between its words), it becomes plain words, with the brackets, slashes and spaces
-that touch it. So no text inside can open or close the fence, and the model sees one opening
-and one closing tag. The recall service renders the fence; the hook checks it again
-(`guarded`) before it prints, so what it prints is fenced whatever answered on the socket or
-lay in a profile. Standard library only, and no `re`: the hook imports it.
+compatibility forms, accents, Cyrillic or Greek lookalikes of its letters, zero-width
+characters between them, a hyphen or underscore lookalike between its words), it becomes plain
+words, with the brackets, slashes and spaces that touch it. So no text inside can open or
+close the fence, and the model sees one opening and one closing tag. The recall service
+renders the fence; the hook checks it again (`guarded`) before it prints, so what it prints is
+fenced whatever answered on the socket or lay in a profile. Standard library only, and no
+`re`: the hook imports it.
 """
 
 import functools
@@ -47,7 +48,10 @@ def escape(text: str) -> str:
             continue
         start, end = _bracketed(folded, start, -1), _bracketed(folded, end, 1)
         begin, finish = (start, end) if origin is None else (origin[start], origin[end - 1] + 1)
-        pieces += [text[at:begin], NEUTRAL]
+        # words the brackets or slashes taken stood between stay apart: "/tmp/reverie-memory/a"
+        before = " " if begin > 0 and text[begin - 1].isalnum() else ""
+        after = " " if finish < len(text) and text[finish].isalnum() else ""
+        pieces += [text[at:begin], before + NEUTRAL + after]
         at = finish
         start = folded.find(_FIRST, end)
     return "".join([*pieces, text[at:]])
@@ -65,8 +69,35 @@ def _bracketed(folded: str, at: int, step: int) -> int:
         at = probe + 1 if step > 0 else probe
 
 
-def _fold(text: str) -> str:
-    return unicodedata.normalize("NFKC", text).casefold()
+def _fold(char: str) -> str:
+    """`char` as a reader takes it: its compatibility form, its accents dropped, in lower case,
+    and a Cyrillic or Greek letter that looks like one of the name's as that letter."""
+    plain = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", char))
+    kept = "".join(c for c in plain if not unicodedata.combining(c)) or plain
+    return kept.casefold().translate(_LOOKALIKES)
+
+
+# Cyrillic and Greek letters a reader takes for one of "reverie-memory"'s (Unicode's confusables)
+_LOOKALIKES = str.maketrans(
+    {
+        "\u0435": "e",  # cyrillic small letter ie
+        "\u0454": "e",  # cyrillic small letter ukrainian ie
+        "\u03b5": "e",  # greek small letter epsilon
+        "\u043e": "o",  # cyrillic small letter o
+        "\u03bf": "o",  # greek small letter omicron
+        "\u0456": "i",  # cyrillic small letter byelorussian-ukrainian i
+        "\u03b9": "i",  # greek small letter iota
+        "\u0131": "i",  # latin small letter dotless i
+        "\u04cf": "i",  # cyrillic small letter palochka
+        "\u0443": "y",  # cyrillic small letter u
+        "\u04af": "y",  # cyrillic small letter straight u
+        "\u03b3": "y",  # greek small letter gamma
+        "\u0433": "r",  # cyrillic small letter ghe
+        "\u03bd": "v",  # greek small letter nu
+        "\u0475": "v",  # cyrillic small letter izhitsa
+        "\u043c": "m",  # cyrillic small letter em
+    }
+)
 
 
 def _folded(text: str) -> tuple[str, list[int]]:

@@ -3,10 +3,11 @@ wrapping: ANSI escapes, `<command-name>`-style wrappers, compaction prompts, int
 markers.
 
 The patterns are written once, here, for Python's `re` and DuckDB's RE2 alike (no
-backreferences, no look-arounds): the extractor cleans with `clean`, `is_noise` and
-`harness_kind`, and the projections with the same patterns in SQL (projections/sql.py): what
-Claude Code says in the user's turn is folded apart from the user's prompts, as its own kind.
-Every pattern is linear in the text.
+backreferences, no look-arounds, and spaces spelled out where it matters: Python's whitespace
+class is wider than RE2's): the extractor cleans with `clean`, `is_noise` and `harness_kind`,
+and the projections with the same patterns in SQL (projections/folds/base.py): what Claude Code
+says in the user's turn is folded apart from the user's prompts, as its own kind. Every pattern
+is linear in the text (the wrappers are unwrapped by `clean` without one, see there).
 """
 
 import re
@@ -24,18 +25,22 @@ ANSI = r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)"
 # task's output, a slash command's caveat, a skill's preamble (read at the start of the text once
 # its wrappers are cleaned away); and a turn that is nothing but its wrappers (a task's
 # notification, a command's name and output: WRAPPED_ONLY, else "wrapped").
+_LEAD = r"^[ \t\r\n\f]*"  # the spaces Python's `\s` and RE2's agree on
 HARNESS: tuple[tuple[str, str], ...] = (
-    ("compaction_request", r"^\s*Your task is to create a detailed summary of the conversation"),
-    ("compaction_summary", r"^\s*This session is being continued from a previous conversation"),
-    ("interruption", r"^\s*\[Request interrupted by user"),
-    ("output_pointer", r"^\s*Read the output file to retrieve the result"),
-    ("task_notification", r"^\s*<task-notification>"),
-    ("command", r"^\s*Caveat: The messages below were generated"),
-    ("skill", r"^\s*Base directory for this skill:"),
+    ("compaction_request", _LEAD + "Your task is to create a detailed summary of the conversation"),
+    ("compaction_summary", _LEAD + "This session is being continued from a previous conversation"),
+    ("interruption", _LEAD + r"\[Request interrupted by user"),
+    ("output_pointer", _LEAD + "Read the output file to retrieve the result"),
+    ("task_notification", _LEAD + "<task-notification>"),
+    ("command", _LEAD + "Caveat: The messages below were generated"),
+    ("skill", _LEAD + "Base directory for this skill:"),
 )
 WRAPPED_ONLY: tuple[tuple[str, str], ...] = (
-    ("task_notification", r"^\s*<task-notification>"),
-    ("command", r"^\s*<(?:command-(?:name|message|args)|local-command-\w+|bash-(?:input|stdout|stderr))>"),
+    ("task_notification", _LEAD + "<task-notification>"),
+    (
+        "command",
+        _LEAD + r"<(?:command-(?:name|message|args)|local-command-\w+|bash-(?:input|stdout|stderr))>",
+    ),
 )
 # What a tool call that never ran answers: Claude Code cancelled it (a parallel call failed), or
 # the user refused or interrupted it. Such a call is no failure of the work.
@@ -45,8 +50,11 @@ CANCELLED = (
 )
 # Claude Code's summary of a compacted conversation, as its compaction agent answers: an optional
 # <analysis> of the conversation, then the <summary> itself (what memory keeps of it)
-SUMMARY = r"^\s*(?:<analysis>[\s\S]*?</analysis>\s*)?<summary>\s*([\s\S]*?)\s*(?:</summary>|$)"
-_WRAPPED = re.compile(WRAPPED)
+_SPACES = r"[ \t\r\n\f]*"
+SUMMARY = (
+    _LEAD
+    + rf"(?:<analysis>[\s\S]*?</analysis>{_SPACES})?<summary>{_SPACES}([\s\S]*?){_SPACES}(?:</summary>|$)"
+)
 _ANSI = re.compile(ANSI)
 _CANCELLED = re.compile(CANCELLED)
 _HARNESS = tuple((kind, re.compile(pattern)) for kind, pattern in HARNESS)
@@ -56,7 +64,35 @@ _SUMMARY = re.compile(SUMMARY)
 
 def clean(text: str) -> str:
     """`text` without Claude Code's wrappers and escape sequences."""
-    return _ANSI.sub("", _WRAPPED.sub("", text)).strip(" \t\r\n")
+    return _ANSI.sub("", _unwrapped(text)).strip(" \t\r\n")
+
+
+def _unwrapped(text: str) -> str:
+    """`text` without its wrappers, as `WRAPPED` removes them (the leftmost first, each to the
+    first closing tag of its kind), in linear time: the pattern itself backtracks over a text of
+    wrappers that never close (8,000 unclosed tags took seconds). A tag never opened again, or
+    never closed after an opening, is not looked for again."""
+    kept, at = [], 0
+    looking = {tag: text.find(f"<{tag}>") for tag in WRAPPERS}
+    looking = {tag: where for tag, where in looking.items() if where >= 0}
+    while looking:
+        for tag, where in list(looking.items()):  # each tag's next opening at or after `at`
+            if where < at and (where := text.find(f"<{tag}>", at)) < 0:
+                del looking[tag]
+            else:
+                looking[tag] = where
+        if not looking:
+            break
+        tag = min(looking, key=lambda t: (looking[t], WRAPPERS.index(t)))
+        start = looking[tag]
+        end = text.find(f"</{tag}>", start + len(tag) + 2)
+        if end < 0:  # never closed: nor will any later opening of it be
+            del looking[tag]
+            continue
+        kept.append(text[at:start])
+        at = end + len(tag) + 3
+    kept.append(text[at:])
+    return "".join(kept)
 
 
 _MARKUP = re.compile(r"\*\*|__|`")
@@ -82,8 +118,9 @@ def is_noise(text: str) -> bool:
 
 
 def cancelled(answer: str) -> bool:
-    """Whether a tool call's answer says it never ran (see CANCELLED)."""
-    return _CANCELLED.search(answer[:1_000]) is not None
+    """Whether a tool call's answer says it never ran (see CANCELLED), read as the SQL reads it:
+    the start of its cleaned text."""
+    return _CANCELLED.search(clean(answer)[:1_000]) is not None
 
 
 def summary_of(text: str) -> str | None:

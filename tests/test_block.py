@@ -125,7 +125,7 @@ def test_headings_say_what_they_hold_and_each_item_when_it_was_true() -> None:
         "## Preferences and decisions\n- [2026-02-12] make dist && twine check dist/* > /dev/null\n" in text
     )
     assert "## Errors met and how they were fixed\n" in text
-    assert "## Said in earlier sessions\n- [2026-02-12] you: start phoenix in background\n" in text
+    assert "## Said in earlier sessions\n- [2026-02-12] the user: start phoenix in background\n" in text
     assert "## reverie's own reflection (an opinion formed on request, not a fact)\n" in text
     assert "Earlier in the conversation" not in text
 
@@ -144,3 +144,57 @@ def test_an_earlier_question_is_no_answer_nor_opens_the_block() -> None:
     assert chosen("explain how python decorators work", [echo, other, far]) == []
     said = memory("s", "use the /api/hooks/session-end route", kind="prompt", similarity=0.6)
     assert [m.memory_id for m in chosen("which route reports a session's end", [other, said])] == ["s"]
+
+
+@pytest.mark.parametrize(
+    ("said", "asks"),
+    [
+        ("How do I deploy to fly.io?", True),
+        ("what is the staging cluster called", True),
+        ("explain how python decorators work", True),
+        ("Quelle est la version de Phoenix ?", True),
+        ("Do not use pip, use uv", False),
+        ("When running tests, always use uv run pytest -x", False),
+        ("Comment out the flaky test in ci.yml", False),
+        ("Where possible prefer httpx over requests", False),
+        ("Should be fine to use uv sync --frozen", False),
+        ("Always ask me before pushing?", False),  # a rule, whatever its punctuation
+    ],
+)
+def test_a_question_is_what_asks_not_an_instruction_that_opens_alike(said: str, asks: bool) -> None:
+    assert block.asked_before("prompt", said, frozenset({"unrelated"})) is asks
+
+
+def test_prose_abbreviations_are_no_names_from_code() -> None:
+    found = [memory("m", "CI/CD runs e.g. on push, i.e. always", similarity=0.1)]
+    assert chosen("explain decorators, e.g. in CI/CD and/or I/O", found) == []
+    named = [memory("m", "the cache lives in cache_key.py", similarity=0.1)]
+    assert [m.memory_id for m in chosen("what does cache_key.py hold", named)] == ["m"]
+
+
+def test_a_long_memory_is_as_near_as_its_nearest_passage() -> None:
+    lines = [f"- unrelated line {i} about the dashboard widgets" for i in range(30)]
+    text = "\n".join([*lines, "- the route is POST /api/hooks/session-end"])
+    diluted = memory("s", text, kind="summary", similarity=0.15)  # the mean of its chunks
+    passages = {
+        "s": [
+            ("\n".join(lines), ELSEWHERE),
+            (lines[-1] + "\n- the route is POST /api/hooks/session-end", QUERY),
+        ]
+    }
+    [shown] = chosen("which route reports a session's end", [diluted], lambda ids: passages)
+    assert "/api/hooks/session-end" in shown.text
+
+
+def test_a_fact_drawn_from_a_whole_batch_stands_for_no_turn() -> None:
+    turn = memory("p", "deploy with fly deploy --remote-only", kind="prompt", score=0.9)
+    llm_fact = memory("f", "the app deploys on fly.io", score=0.8, derived_from=["p", "last"])
+    assert {m.memory_id for m in chosen("how is the app deployed", [turn, llm_fact])} == {"p", "f"}
+
+
+def test_a_contrary_memory_is_not_taken_for_one_said_already() -> None:
+    found = [
+        memory("a", "Squash commits before merging", score=0.9),
+        memory("b", "Don't squash commits before merging", score=0.8),
+    ]
+    assert [m.memory_id for m in chosen("should I squash commits before merging", found)] == ["a", "b"]

@@ -626,3 +626,48 @@ def test_a_block_a_summary_named_is_ended_once_the_sessions_checks_pass_to_its_e
     assert [d.payload.fact_id for d in ended if isinstance(d.payload, memory.FactSuperseded)] == [
         block.fact_id
     ]
+
+
+def test_a_fix_said_again_ends_a_block_and_a_summarys_fix_ends_its_earlier_block() -> None:
+    cause = bash("mix test", "ok")
+    fix = memory.FactAsserted(
+        fact_id="fact:fix", source="error_pattern:e", relation="solved_by",
+        description="`mix test` failed with: boom. Fixed by editing lib/a.ex.", category="errors",
+    )  # fmt: skip
+
+    def known(fact_id: str, relation: str, description: str, source: str, target: str | None) -> Known:
+        return Known(
+            fact_id=fact_id, source=source, relation=relation, target=target, description=description,
+            confidence=1.0, memory_type="episodic", versions=1,
+        )  # fmt: skip
+
+    standing = [
+        known("fact:fix", "solved_by", fix.description, "error_pattern:e", None),
+        known("fact:block", "blocked_by", "`mix test` still failed: boom", "project:app", "error_pattern:e"),
+    ]
+    found = list(
+        settle([Derived(kinds.FACT_ASSERTED, fix, "/a", (cause.id,))], lambda p: standing, no_cosine)
+    )
+    assert [(d.kind, getattr(d.payload, "fact_id", None)) for d in found][-1] == (
+        kinds.FACT_SUPERSEDED,
+        "fact:block",
+    )
+    summary_block = known(
+        "fact:sb",
+        "blocked_by",
+        "Dialyzer false positive (UNRESOLVED): {:ok, id} never matches",
+        "project:app",
+        None,
+    )
+    solved = memory.FactAsserted(
+        fact_id="fact:sf", source="project:app", relation="solved_by",
+        description="Dialyzer false positive: fixed by reading the id with :otel_span.hex_trace_id/1",
+    )  # fmt: skip
+    ended = [
+        d.payload.fact_id
+        for d in settle(
+            [Derived(kinds.FACT_ASSERTED, solved, "/a", (cause.id,))], lambda p: [summary_block], no_cosine
+        )
+        if isinstance(d.payload, memory.FactSuperseded)
+    ]
+    assert ended == ["fact:sb"]

@@ -66,6 +66,8 @@ RULE = "Always run pytest -x before you commit"
 def test_two_texts_are_compared_by_the_words_recall_reads() -> None:
     assert word_set("Use a DB, use the db!") == {"use", "db"}  # stop words left out
     assert word_set("runs the tests") == word_set("running test")  # stemmed
+    assert word_set("Never use pip") != word_set("Always use pip")  # but negations kept
+    assert word_set("Don't squash commits") == {"t", "squash", "commit"}
     assert jaccard(word_set(RULE), word_set(RULE + ", fast")) == pytest.approx(4 / 5)
 
 

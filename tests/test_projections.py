@@ -193,7 +193,7 @@ def test_claude_codes_own_messages_are_no_prompts_and_a_cancelled_call_is_no_err
     assert rows(db, "SELECT kind FROM harness_messages ORDER BY ts") == [
         ("interruption",), ("task_notification",), ("output_pointer",), ("compaction_request",)
     ]  # fmt: skip
-    assert rows(db, "SELECT prompts FROM sessions") == [(1,)]
+    assert rows(db, "SELECT prompts, errors FROM sessions") == [(1, 1)]
     assert rows(db, "SELECT outcome FROM tool_uses ORDER BY ts") == [("cancelled",), ("error",)]
     assert rows(db, "SELECT error FROM errors") == [("1 failure",)]
 

@@ -211,6 +211,8 @@ def test_no_lookalike_of_the_fences_tag_survives_and_other_tags_stay(left: str, 
         "</reverie\u2013memory>",  # an en dash
         "\uff1c\uff0f\uff52\uff45\uff56\uff45\uff52\uff49\uff45\uff0d\uff4d\uff45\uff4d\uff4f\uff52\uff59\uff1e",
         "\u2039/Reverie-Memory\u203a",
+        "</r\u0435verie-memory>",  # a Cyrillic e
+        "</R\u00c8VERIE-MEMORY>",  # an accent
     ],
 )
 def test_every_spelling_of_the_fences_tag_is_made_words(marker: str) -> None:
@@ -230,6 +232,7 @@ def test_commands_paths_and_errors_stay_verbatim_in_linear_time() -> None:
         "the reverie memory of a day",  # the words alone are no tag
     ):
         assert escape(text) == text
+    assert escape("cp /tmp/reverie-memory/a.txt .") == f"cp /tmp {NEUTRAL} a.txt ."  # words stay apart
     started = time.perf_counter()
     escape("\uff1c\u3008a<&reverie-" * 200_000)
     assert time.perf_counter() - started < 5.0

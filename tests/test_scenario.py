@@ -3,7 +3,6 @@ running stack, every thinking job run, and memory still true and recallable afte
 that nothing contradicts is forgotten, recall still finds each fact, and the hook still answers
 what it answered before; a prompt memory does not answer gets nothing."""
 
-import json
 import subprocess
 from typing import Any
 
@@ -13,7 +12,7 @@ from benchmarks.coding_memory import QUESTIONS, load_questions, settled_state, t
 from ingest.context import ask
 from ingest.project import project_of
 from schemas.settings import Settings
-from tests.conftest import BIN, TRANSCRIPTS, Stack, run_hook, wait_for
+from tests.conftest import BIN, TRANSCRIPTS, Stack, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -33,11 +32,16 @@ def settled(settings: Settings, timeout: float = 600) -> tuple[int, int, int]:
     return state
 
 
-def injected(env: dict[str, str], prompt: str, cwd: str, session: str) -> str:
-    payload = {"hook_event_name": "UserPromptSubmit", "session_id": session, "cwd": cwd, "prompt": prompt}
-    done = run_hook(json.dumps(payload).encode(), env)
-    assert done.returncode == 0, done.stderr
-    return str(json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]) if done.stdout else ""
+def injected(settings: Settings, prompt: str, cwd: str, session: str) -> str:
+    """What the UserPromptSubmit hook is given for `prompt`, asked of the service as the hook asks
+    it, but with time to answer on a busy machine (the hook itself waits 0.3 s)."""
+    request = {
+        "hook": "UserPromptSubmit", "prompt": prompt, "project": project_of({"cwd": cwd}, {}),
+        "session_id": session, "deadline_s": 10.0,
+    }  # fmt: skip
+    answer = ask(settings.recall_socket_path, request, 30.0)
+    assert "context" in answer, answer
+    return str(answer["context"])
 
 
 def recalled(settings: Settings, text: str, project: str) -> list[str]:
@@ -55,7 +59,7 @@ def test_old_history_imported_then_thought_over_stays_true_and_recallable(
     assert len(facts) > 50
     cwds = transcript_cwds(str(TRANSCRIPTS))
     questions = [q for q in load_questions(QUESTIONS) if q.id in ASKED]
-    before = {q.id: injected(env, q.question, cwds[q.evidence[0].file], "before") for q in questions}
+    before = {q.id: injected(settings, q.question, cwds[q.evidence[0].file], "before") for q in questions}
     answered = [q for q in questions if q.answered_by(before[q.id])]
     assert len(answered) >= 4
 
@@ -76,6 +80,8 @@ def test_old_history_imported_then_thought_over_stays_true_and_recallable(
     ]
     assert unfound == []
     for q in answered:
-        assert q.answered_by(injected(env, q.question, cwds[q.evidence[0].file], "after")), q.id
-    project = project_of({"cwd": cwds[questions[0].evidence[0].file]}, {})
-    assert injected(env, "explain how python decorators work", project, "after") == ""
+        assert q.answered_by(injected(settings, q.question, cwds[q.evidence[0].file], "after")), q.id
+    assert (
+        injected(settings, "explain how python decorators work", cwds[questions[0].evidence[0].file], "after")
+        == ""
+    )

@@ -154,25 +154,31 @@ def test_a_session_whose_cwd_changes_stays_in_the_project_it_began_in(tmp_path: 
 
 
 def test_a_subagents_turns_written_inline_are_the_sidechains_not_the_users(tmp_path: Path) -> None:
-    def line(n: int, text: str, sidechain: bool) -> str:
+    def line(n: int, role: str, text: str, sidechain: bool) -> str:
         return json.dumps({
-            "type": "user", "uuid": f"u{n}", "timestamp": f"2025-09-01T10:00:0{n}Z", "sessionId": "s",
-            "cwd": "/home/u/todo", "isSidechain": sidechain, "message": {"role": "user", "content": text},
+            "type": role, "uuid": f"u{n}", "timestamp": f"2025-09-01T10:00:0{n}Z", "sessionId": "s",
+            "cwd": "/home/u/todo", "isSidechain": sidechain, "message": {"role": role, "content": text},
         })  # fmt: skip
 
     path = tmp_path / "s.jsonl"
     path.write_text("\n".join([
-        line(1, "Build a TODO app", False),
-        line(2, "Always use useReducer for the state. Create types/todo.ts", True),
+        line(1, "user", "Build a TODO app", False),
+        line(2, "assistant", "I will delegate this.", False),
+        line(3, "user", "Always use useReducer for the state. Create types/todo.ts", True),
+        line(4, "assistant", "Done: types/todo.ts", True),
+        line(5, "user", "Thanks, now the page", False),
     ]) + "\n")  # fmt: skip
     said = [
-        (e.payload.get("agent_id"), e.payload["prompt"])
+        (e.payload.get("agent_id"), e.payload.get("prompt") or e.payload.get("last_assistant_message"))
         for e in imported(str(path))
-        if e.kind == kinds.PROMPT_SUBMITTED
+        if e.kind in (kinds.PROMPT_SUBMITTED, kinds.ASSISTANT_STOPPED)
     ]
     assert said == [
         (None, "Build a TODO app"),
+        (None, "I will delegate this."),
         ("sidechain", "Always use useReducer for the state. Create types/todo.ts"),
+        ("sidechain", "Done: types/todo.ts"),
+        (None, "Thanks, now the page"),
     ]
     assert [
         d for d in derive([imported_event(e) for e in imported(str(path))]) if d.kind == kinds.FACT_ASSERTED

@@ -18,6 +18,10 @@ def latest(kind: str, key: str, newest: str = "id DESC") -> str:
     )
 
 
+# a failed tool's answer, as text
+ERROR = "coalesce(payload->>'error', (payload->'error')::VARCHAR, '')"
+
+
 def json_list(field: str) -> str:
     """The payload's list `field` as VARCHAR[] (empty when absent or not a list)."""
     return f"coalesce(TRY_CAST(payload->'{field}' AS VARCHAR[]), [])"
@@ -39,7 +43,7 @@ CREATE MACRO harness_kind(t) AS CASE WHEN clean_text(t) = ''
     THEN CASE {_cases("t", text.WRAPPED_ONLY)} ELSE 'wrapped' END
     ELSE CASE {_cases("clean_text(t)", text.HARNESS)} END END;
 CREATE MACRO is_noise(t) AS harness_kind(t) IS NOT NULL;
-CREATE MACRO cancelled(t) AS regexp_matches(left(t, 1000), {string_literal(text.CANCELLED)});
+CREATE MACRO cancelled(t) AS regexp_matches(left(clean_text(t), 1000), {string_literal(text.CANCELLED)});
 CREATE MACRO summary_of(t) AS CASE WHEN regexp_matches(t, {string_literal(text.SUMMARY)})
     THEN regexp_extract(t, {string_literal(text.SUMMARY)}, 1) END;
 """

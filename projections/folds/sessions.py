@@ -5,7 +5,7 @@ compaction request, a task notification, an interruption marker, a command's wra
 schemas/text.py's HARNESS) is folded as its own kind, in `harness_messages`, so a replay moves
 what earlier versions took for prompts."""
 
-from projections.folds.base import DERIVED_SQL
+from projections.folds.base import DERIVED_SQL, ERROR
 from schemas import kinds
 
 TABLES = """
@@ -65,7 +65,7 @@ FOLDS: list[tuple[str, str]] = [
             min(ts), max(ts), count(*),
             count(*) FILTER (kind = '{kinds.PROMPT_SUBMITTED}' AND harness_kind(payload->>'prompt') IS NULL),
             count(*) FILTER (kind IN ('{kinds.TOOL_USED}', '{kinds.TOOL_FAILED}')),
-            count(*) FILTER (kind = '{kinds.TOOL_FAILED}')
+            count(*) FILTER (kind = '{kinds.TOOL_FAILED}' AND NOT cancelled({ERROR}))
         FROM batch WHERE session_id IS NOT NULL AND kind NOT IN ({DERIVED_SQL})
         GROUP BY session_id
         ON CONFLICT (session_id) DO UPDATE SET

@@ -1,6 +1,7 @@
 """The tools a session used: each request, use and failure, and how long each took. A call that
 never ran (Claude Code cancelled it, the user refused or interrupted it) is no error."""
 
+from projections.folds.base import ERROR
 from schemas import kinds
 
 
@@ -13,9 +14,6 @@ def _summary_of_input() -> str:
         "(payload->'tool_input')::VARCHAR), 300)"
     )
 
-
-# a failure's answer, as text
-_ERROR = "coalesce(payload->>'error', (payload->'error')::VARCHAR, '')"
 
 TABLES = """
 CREATE TABLE tool_requests (tool_use_id VARCHAR PRIMARY KEY, event_id VARCHAR, ts TIMESTAMPTZ);
@@ -52,7 +50,7 @@ FOLDS: list[tuple[str, str]] = [
         INSERT INTO tool_uses
         SELECT b.id, b.session_id, b.project, b.agent, b.ts, b.payload->>'tool_use_id', b.payload->>'tool_name',
             {_summary_of_input().replace("payload", "b.payload")},
-            CASE WHEN b.kind <> '{kinds.TOOL_FAILED}' THEN 'ok' WHEN cancelled({_ERROR.replace("payload", "b.payload")}) THEN 'cancelled'
+            CASE WHEN b.kind <> '{kinds.TOOL_FAILED}' THEN 'ok' WHEN cancelled({ERROR.replace("payload", "b.payload")}) THEN 'cancelled'
                 ELSE 'error' END,
             epoch_ms(b.ts) - epoch_ms(r.ts),
             list_filter([b.payload->>'$.tool_input.file_path', b.payload->>'$.tool_input.notebook_path',
@@ -73,8 +71,8 @@ FOLDS: list[tuple[str, str]] = [
         "errors",
         f"""
         INSERT INTO errors
-        SELECT id, session_id, project, ts, payload->>'tool_name', left({_ERROR}, 4000)
-        FROM batch WHERE kind = '{kinds.TOOL_FAILED}' AND NOT cancelled({_ERROR})
+        SELECT id, session_id, project, ts, payload->>'tool_name', left({ERROR}, 4000)
+        FROM batch WHERE kind = '{kinds.TOOL_FAILED}' AND NOT cancelled({ERROR})
         """,
     ),
 ]

@@ -11,8 +11,9 @@ matters; nothing when nothing in memory answers the prompt.
    something else ("explain how python decorators work") met no memory above 0.25, and the
    questions the sessions answer had one at 0.30 or more.
 2. **A question is no answer.** The asking prompt's earlier copies (its words alike by `ECHO`),
-   and any earlier prompt that asks rather than tells (a question, "explain ...", "summarize
-   ..."), are left out: what answered it (the agent's message, a fact) is a memory of its own.
+   and any earlier prompt whose first sentence asks rather than tells (a question, "explain
+   ...", "summarize ...", not an instruction or a rule), are left out: what answered it (the
+   agent's message, a fact) is a memory of its own.
 3. **Distilled first.** A fact, a preference or an episode outranks the raw chat it came from:
    prompts and messages weigh `RAW_WEIGHT` of their score here, and a turn a standing fact was
    drawn from is that fact (said once, as the fact).
@@ -50,21 +51,25 @@ SAID = 0.8
 LONG = 420
 EXCERPT = 360
 MAX_ITEMS = 6
-RAW = ("prompt", "message")
+RAW = ("prompt", "message", "task")
 REFLECTION = ("opinion", "observation")
 # What a memory's text is cut into, each part said once: a short memory's sentences; a long one's
 # lines (a summary's bullets), a line past _LINE_MAX characters at its sentences.
-_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _LINE_MAX = 300
-# what asks rather than tells, in English or French: a question (it ends with a question mark, or
-# opens as one), or a request to be told ("explain ...", "summarize ...", "dis-moi ...")
-_QUESTION = re.compile(
-    r"\?\s*$|^\s*(?:what|which|how|why|when|where|who|whose|does|do|did|is|are|was|were|can|could|"
-    r"should|would|will|qu(?:i|e|oi|el|elle|els|elles)|comment|pourquoi|quand|où|est-ce"
-    r"|explain|describe|tell me|show me|summari[sz]e|translate|define|compare"
-    r"|explique[rz]?|décris|résume|traduis|montre-moi|dis-moi)\b",
+# What asks rather than tells, in English or French, read in its first sentence: a question (it
+# ends with a question mark, or opens with an interrogative that asks, "how do...", "what is...")
+# or a request to be told ("explain ...", "summarize ...", "dis-moi ..."). An instruction that
+# opens alike ("When running tests, always ...", "Do not use pip", "Comment out ...") does not
+# ask; nor does a sentence that states a rule ("always", "never", "toujours", "jamais").
+_FIRST_SENTENCE = re.compile(r"[^.!?\n]*[.!?]?")
+_ASKS = re.compile(
+    r"\?\s*$|^\s*(?:what|which|why|who|whose|how(?:\s+(?:do|does|did|can|could|should|would|is|are|was"
+    r"|were|to|much|many|long|often))|explain|describe|tell me|show me|summari[sz]e|translate|pourquoi"
+    r"|qu'est-ce|est-ce que|quel(?:le)?s?\b|explique[rz]?|décris|résume|traduis|montre-moi|dis-moi)\b",
     re.IGNORECASE,
 )
+_STATES_A_RULE = re.compile(r"\b(?:always|never|from now on|toujours|jamais|désormais)\b", re.IGNORECASE)
 
 # the passages of long memories: memory id -> each chunk's text and vector
 Passages = Callable[[list[str]], dict[str, list[tuple[str, Vector]]]]
@@ -92,9 +97,9 @@ def select(
 ) -> list[Shown]:
     """The items to inject for `prompt` from recall's `found` (best first); [] for none."""
     asked = word_set(prompt)
-    ranked = _ranked(found, [n.lower() for n in identifiers(prompt)], asked)
-    long = [m.memory_id for m in ranked[: 2 * MAX_ITEMS] if len(m.text) > LONG]
+    long = [m.memory_id for m in found if len(m.text) > LONG]
     chunks = passages(long) if long else {}
+    ranked = _ranked([_nearest(m, chunks.get(m.memory_id, []), query) for m in found], _names(prompt), asked)
     said: frozenset[str] = frozenset()
     shown: list[Shown] = []
     for memory in ranked:
@@ -112,29 +117,52 @@ def select(
     return shown
 
 
-def _ranked(found: Sequence[Scored], names: list[str], asked: frozenset[str]) -> list[Scored]:
+def _ranked(found: Sequence[Scored], names: list[re.Pattern[str]], asked: frozenset[str]) -> list[Scored]:
     """The memories that may answer, the distilled first; none if memory does not answer at
     all (see the module's docstring, 1 to 3)."""
     answers = [m for m in found if not asked_before(m.kind, m.text, asked)]
-    if not any(m.similarity >= BLOCK_FLOOR or _holds(m, names) for m in answers):
-        return []
     near = [m for m in answers if _near(m, names)]
-    drawn = {source for m in near if m.kind == "fact" for source in m.derived_from}
+    if not any(m.similarity >= BLOCK_FLOOR or _holds(m, names) for m in near):
+        return []
+    # a fact drawn from one turn stands for it (an LLM's fact names its batch's ends, not a turn)
+    drawn = {m.derived_from[0] for m in near if m.kind == "fact" and len(m.derived_from) == 1}
     return sorted(
         (m for m in near if not (m.kind in RAW and m.memory_id in drawn)),
         key=lambda m: -m.score * (RAW_WEIGHT if m.kind in RAW else 1.0),
     )
 
 
-def _near(memory: Scored, names: list[str]) -> bool:
+def _nearest(memory: Scored, chunks: list[tuple[str, Vector]], query: Vector) -> Scored:
+    """A long memory as near as its nearest passage (its row's vector is all its chunks'
+    mean, which one answering passage among many barely moves)."""
+    if not chunks:
+        return memory
+    nearest = max(float(vector @ query) for _, vector in chunks)
+    return msgspec.structs.replace(memory, similarity=max(memory.similarity, round(nearest, 6)))
+
+
+def _near(memory: Scored, names: list[re.Pattern[str]]) -> bool:
     if memory.kind in REFLECTION:  # an answer to a question: for a prompt near it only
         return memory.similarity >= OPINION_FLOOR
     return memory.similarity >= ITEM_FLOOR or _holds(memory, names)
 
 
-def _holds(memory: Scored, names: list[str]) -> bool:
-    text = memory.text.lower()
-    return any(name in text for name in names)
+def _names(prompt: str) -> list[re.Pattern[str]]:
+    """The names from code the prompt gives, as patterns that find them whole (`e.g.`, `I/O`,
+    `CI/CD`, `and/or` are prose, not code)."""
+    found = []
+    for name in identifiers(prompt):
+        parts = [p for p in re.split(r"[._/-]+", name) if p]
+        if sum(map(len, parts)) >= 5 and max(map(len, parts), default=0) >= 3 and name.lower() not in _PROSE:
+            found.append(re.compile(rf"(?<!\w){re.escape(name)}(?!\w)", re.IGNORECASE))
+    return found
+
+
+_PROSE = frozenset(["and/or", "either/or", "etc.", "vs."])
+
+
+def _holds(memory: Scored, names: list[re.Pattern[str]]) -> bool:
+    return any(name.search(memory.text) for name in names)
 
 
 def asked_before(kind: str, text: str, asked: frozenset[str]) -> bool:
@@ -143,7 +171,11 @@ def asked_before(kind: str, text: str, asked: frozenset[str]) -> bool:
     agent's message, is a memory of its own)."""
     if kind != "prompt":
         return False
-    return jaccard(word_set(text), asked) >= ECHO or _QUESTION.search(text) is not None
+    if jaccard(word_set(text), asked) >= ECHO:
+        return True
+    first = _FIRST_SENTENCE.match(text.strip())
+    sentence = first.group() if first else ""
+    return _ASKS.search(sentence) is not None and _STATES_A_RULE.search(sentence) is None
 
 
 def _lines_of(

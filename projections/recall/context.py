@@ -40,7 +40,8 @@ _SECTIONS = (
     "Said in earlier sessions",
     "reverie's own reflection (an opinion formed on request, not a fact)",
 )
-_SPEAKER = {"prompt": "you", "message": "the agent"}
+# who said it, as the model reading the block takes it ("you" would be the model itself)
+_SPEAKER = {"prompt": "the user", "message": "the agent", "task": "the agent, to a subagent"}
 _DECIDED = ("decisions", "patterns")  # a fact's categories: what was decided, how things are done
 
 

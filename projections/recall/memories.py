@@ -245,7 +245,7 @@ SELECT f.description, count(DISTINCT p.session_id), false, min(f.valid_at), 0.0
 FROM facts_current f
 JOIN fact_history h USING (fact_id)
 JOIN provenance v ON v.event_id = h.event_id
-JOIN prompts p ON p.event_id = v.caused_by
+JOIN prompts p ON p.event_id = v.caused_by AND p.agent = 'main'
 WHERE f.relation = 'prefers' AND (f.project = $project OR f.scope = 'global')
 GROUP BY f.fact_id, f.description
 ORDER BY recurring DESC, strength DESC, ts DESC, statement

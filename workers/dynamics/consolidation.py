@@ -34,11 +34,10 @@ WITH said AS (
 )
 SELECT f.fact_id, f.source, f.target, f.relation, f.description, f.confidence, f.memory_type, f.updated_by,
     list(DISTINCT e.episode_id ORDER BY e.episode_id) AS episodes
-FROM facts f
+FROM facts_current f
 JOIN fact_history h USING (fact_id) JOIN provenance p ON p.event_id = h.event_id
 JOIN said s ON s.event_id = p.caused_by JOIN episodes e ON e.session_id = s.session_id
-WHERE f.project = $project AND f.expired_at IS NULL AND f.superseded_by IS NULL AND f.invalid_at IS NULL
-    AND list_contains($episodes, e.episode_id)
+WHERE f.project = $project AND list_contains($episodes, e.episode_id)
 GROUP BY ALL ORDER BY f.fact_id
 """
 
@@ -70,10 +69,9 @@ class Snapshot:
         self.fact_events = {row[0]: row[7] for row in facts}
         self.known = db.execute(
             """
-            SELECT DISTINCT source, target FROM facts
+            SELECT DISTINCT source, target FROM facts_current
             WHERE project = $project AND target IS NOT NULL AND source <> target
                 AND coalesce(memory_type, 'semantic') <> 'episodic'
-                AND expired_at IS NULL AND superseded_by IS NULL AND invalid_at IS NULL
             ORDER BY 1, 2
             """,
             {"project": project},
@@ -160,8 +158,8 @@ _STANDING = """
 SELECT f.fact_id, f.source, f.target, f.relation, f.description, f.confidence, f.memory_type, f.updated_by,
     count(a.memory_id) FILTER (a.cause = 'used') AS used,
     count(a.memory_id) FILTER (a.cause = 'failed') AS failed
-FROM facts f LEFT JOIN activation_log a ON a.memory_id = f.fact_id
-WHERE f.project = $project AND f.expired_at IS NULL AND f.superseded_by IS NULL AND f.invalid_at IS NULL
+FROM facts_current f LEFT JOIN activation_log a ON a.memory_id = f.fact_id
+WHERE f.project = $project
 GROUP BY ALL ORDER BY f.fact_id
 """
 

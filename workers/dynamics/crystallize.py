@@ -32,7 +32,7 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
-from projections.recall.words import jaccard, terms, tokens
+from projections.recall.words import NEGATIONS, jaccard, terms, tokens
 
 MIN_SESSIONS = 3
 MIN_OCCURRENCES = 3
@@ -158,11 +158,13 @@ def about(text: str) -> frozenset[tuple[str, bool]]:
     committing" and "never commit without running ruff" are both about ruff, wanted."""
     found: set[tuple[str, bool]] = set()
     for clause in _CLAUSE.split(text):
-        wanted = True
+        wanted, ne = True, False
         for word in tokens(clause):
             word = _IN_ENGLISH.get(word, word)
-            if word in _NEGATING:
-                wanted = not wanted
+            if ne and word in _NE_ENDS:  # "ne ... pas" is one negation
+                ne = False
+            elif word in NEGATIONS:
+                wanted, ne = not wanted, word in ("ne", "n")
             elif word in _CONTRASTING:
                 wanted = False
             else:
@@ -171,20 +173,21 @@ def about(text: str) -> frozenset[tuple[str, bool]]:
 
 
 _CLAUSE = re.compile(r"[,;:.!?()]+")
-# "don't" reads as "don" and "t", "n'utilise" as "n" and "utilise"
-_NEGATING = frozenset([
-    "never", "not", "no", "don", "dont", "doesn", "didn", "won", "avoid", "without", "stop",
-    "jamais", "pas", "ne", "n", "sans", "évite", "évitez", "éviter", "aucun",
-])  # fmt: skip
+_NE_ENDS = frozenset(["pas", "jamais", "plus", "rien", "aucun", "aucune"])
 _CONTRASTING = frozenset(
     ["instead", "over", "rather", "lieu", "plutôt", "dropped", "drop", "removed", "replaced", "longer"]
 )
+# what only makes a rule, a common action, and what is left of "n't" but its "t" ("shouldn't" is
+# "shouldn" and "t")
+_CONTRACTED = ("isn", "aren", "wasn", "weren", "shouldn", "couldn", "wouldn", "mustn", "haven", "hasn",
+               "hadn", "needn", "don", "doesn", "didn", "won", "can", "ca")  # fmt: skip
 _SAID_NOTHING = frozenset(
     terms(
-        "always prefer prefers preferred use uses using please should must want rather like ever now onward "
-        "run runs running commit commits committing add adding make making do doing write writing "
-        "create call check keep put set get start"
+        "always prefer prefers preferred use uses using please should must want rather like ever now "
+        "onward run runs running commit commits committing add adding make making do doing write "
+        "writing create call check keep put set get start faut"
     )
+    + list(_CONTRACTED)
 )
 # French words of a developer's rules, read in English (what a rule is about, not its grammar)
 _IN_ENGLISH = {

@@ -91,7 +91,7 @@ def _encode(settings: Settings) -> Encode:
 def think_lifecycle(
     client: "redis.Redis | None" = None, settings: Settings | None = None, at: datetime | None = None
 ) -> dict[str, int]:
-    """Promote, archive and expire what the snapshot calls for at `at` (by default now):
+    """Promote and archive what the snapshot calls for at `at` (by default now):
     workers/dynamics/lifecycle.py; then catch up on the preferences and recurring failures that
     sessions ending together missed (as the signal worker, whose events they are); how many
     events of each kind."""

@@ -67,8 +67,9 @@ def stance(text: str, question: str = "") -> Stance:
     contradicts when it says that went wrong ("DuckDB failed under concurrent writers"). A
     memory that names none of it speaks lexically: it contradicts when it says something failed,
     is to be avoided or no longer holds."""
-    asked = {word: wanted for word, wanted in about(question)}
-    named = [wanted == asked[word] for word, wanted in about(text) if word in asked]
+    said = about(question)
+    asked = {word: wanted for word, wanted in said if (word, not wanted) not in said}  # both ways: no claim
+    named = [wanted == asked[word] for word, wanted in sorted(about(text)) if word in asked]
     if named:
         agrees = sum(named) * 2 >= len(named) and not _FAILED.search(text)
         return "supports" if agrees else "contradicts"

@@ -15,6 +15,7 @@ from datetime import datetime
 
 import msgspec
 
+from projections.recall.words import word_set
 from schemas import kinds, memory
 from schemas.events import Event
 from schemas.ontology import Relation, topic_of, tulving_type
@@ -39,6 +40,9 @@ class Derived(msgspec.Struct, frozen=True):
 
 
 _QUOTED = 200  # characters of an error line a lesson quotes
+_RUNNERS = frozenset(
+    ["mix", "npm", "pnpm", "yarn", "bun", "npx", "run", "python", "python3", "uv", "cargo", "go", "make", "m"]
+)
 # what each kind of statement asserts: its relation, its subject, and where it goes in the budget
 _STATED: dict[Said, tuple[Relation, str, memory.Category]] = {
     "decision": ("decided_for", "project", "decisions"),
@@ -80,27 +84,36 @@ def derive_session(events: list[Event]) -> Iterator[Derived]:
 
 
 def _overruled(events: list[Event]) -> Iterator[Derived]:
-    """The errors a compaction summary called unresolved that the session's checks overrule:
-    they pass after the summary, to the session's end (the tools have the last word, as for the
-    episode's outcome). Each such block ends where the last check passed."""
+    """The errors a compaction summary called unresolved that the session's checks overrule: a
+    check that speaks of the error (its command names a word the bullet holds: `mix dialyzer`
+    for "Dialyzer false positive (UNRESOLVED)") ran after the summary, and its last run passed
+    (the tools have the last word, as for the episode's outcome). The block ends there."""
     ordered = sorted(events, key=lambda e: (e.ts, e.id))
     at = {e.id: i for i, e in enumerate(ordered)}
     checks = [(at[r.event_id], r) for r in runs(ordered) if CHECKS.match(r.key)]
-    if not checks or checks[-1][1].failed:
-        return
-    passed_at, passed = checks[-1]
+    last = {r.key: (i, r) for i, r in checks}
     for bullet in bullets(ordered):
-        if bullet.section != "errors" or bullet.solved or at[bullet.event_id] > passed_at:
+        if bullet.section != "errors" or bullet.solved:
             continue
-        said = ordered[at[bullet.event_id]]
+        said, named = ordered[at[bullet.event_id]], word_set(bullet.text)
+        speaking = {r.key for i, r in checks if i > at[bullet.event_id] and _checked(r.key) & named}
+        passed = [last[key] for key in speaking if not last[key][1].failed]
+        if not speaking or len(passed) < len(speaking):
+            continue
+        passed_at, run = max(passed, key=lambda p: p[0])
         block = fact_id(said.project, "blocked_by", bullet.text)
         ended = memory.FactSuperseded(
             fact_id=block,
             invalid_at=ordered[passed_at].ts,
-            reason=f"`{as_run(passed)}` passed after the summary, to the session's end",
+            reason=f"`{as_run(run)}` passed after the summary, to the session's end",
         )
-        causes = (said.id, passed.event_id)
+        causes = (said.id, run.event_id)
         yield Derived(kinds.FACT_SUPERSEDED, ended, said.project, causes, said.session_id, f"{block}>passed")
+
+
+def _checked(key: str) -> frozenset[str]:
+    """What a check's command says it checks: its words but the runner's (`mix`, `npm`, `uv`...)."""
+    return word_set(key) - _RUNNERS
 
 
 def _left_failing(fixed: Fixed, events: list[Event]) -> bool:

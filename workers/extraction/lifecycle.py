@@ -79,7 +79,8 @@ def settle(
 ) -> Iterator[Derived]:
     """`found` as memory should take it, given the `known` facts of each project: each proposed
     fact asserted, or turned into a reconsolidation of the fact it repeats; each change
-    followed by the supersession of the fact it ends. Other derived events pass unchanged."""
+    followed by the supersession of the fact it ends, each fix by the end of the block it
+    solves. Other derived events pass unchanged."""
     projects: dict[str, dict[str, Known]] = {}
     for derived in found:
         fact = derived.payload
@@ -88,24 +89,30 @@ def settle(
             continue
         if derived.project not in projects:
             projects[derived.project] = {k.fact_id: k for k in known(derived.project)}
-        standing = projects[derived.project]
-        if fact.fact_id in standing:  # said again word for word: more evidence of the same fact
-            yield derived
-            continue
-        if (same := _duplicate(fact, standing.values(), cosine)) is not None:
-            if same.memory_type != "episodic" and same.versions < MAX_VERSIONS:
-                again = _strengthened(same, fact)
-                standing[same.fact_id] = msgspec.structs.replace(
-                    same, confidence=again.confidence or same.confidence, versions=same.versions + 1
-                )
-                key = f"{same.fact_id}+{fact.fact_id}"
-                yield msgspec.structs.replace(derived, kind=kinds.FACT_RECONSOLIDATED, payload=again, key=key)
-            continue
+        yield from _settled(derived, fact, projects[derived.project], cosine)
+
+
+def _settled(
+    derived: Derived, fact: memory.FactAsserted, standing: dict[str, Known], cosine: Cosine
+) -> Iterator[Derived]:
+    """One proposed fact settled against the project's `standing` facts (kept up to date)."""
+    if fact.fact_id in standing:  # said again word for word: more evidence of the same fact
         yield derived
-        ended = _replaced(fact, standing.values(), cosine) if _CHANGE.search(fact.description) else []
-        for old in [*ended, *_unblocked(fact, standing.values())]:
+        by = fact.fact_id
+    elif (same := _duplicate(fact, standing.values(), cosine)) is not None:
+        if same.memory_type != "episodic" and same.versions < MAX_VERSIONS:
+            again = _strengthened(same, fact)
+            standing[same.fact_id] = msgspec.structs.replace(
+                same, confidence=again.confidence or same.confidence, versions=same.versions + 1
+            )
+            key = f"{same.fact_id}+{fact.fact_id}"
+            yield msgspec.structs.replace(derived, kind=kinds.FACT_RECONSOLIDATED, payload=again, key=key)
+        by = same.fact_id
+    else:
+        yield derived
+        for old in _replaced(fact, standing.values(), cosine) if _CHANGE.search(fact.description) else []:
             del standing[old.fact_id]
-            yield _superseded(old, fact, derived)
+            yield _superseded(old, fact.fact_id, fact, derived)
         standing[fact.fact_id] = Known(
             fact_id=fact.fact_id,
             source=fact.source,
@@ -116,6 +123,10 @@ def settle(
             memory_type=fact.memory_type,
             versions=1,
         )
+        by = fact.fact_id
+    for old in _unblocked(fact, standing.values()):  # a fix said again ends a block as well
+        del standing[old.fact_id]
+        yield _superseded(old, by, fact, derived)
 
 
 def _duplicate(fact: memory.FactAsserted, standing: Iterable[Known], cosine: Cosine) -> Known | None:
@@ -159,18 +170,41 @@ def _replaced(fact: memory.FactAsserted, standing: Iterable[Known], cosine: Cosi
 
 
 def _unblocked(fact: memory.FactAsserted, standing: Iterable[Known]) -> list[Known]:
-    """The blocks a fix ends: the standing `blocked_by` facts about the error it solves."""
+    """The blocks a fix ends: the standing `blocked_by` facts about the error it solves, the
+    error's entity (the tools'), or its title (a summary's "X (UNRESOLVED): ..." and a later
+    one's "X: fixed by ...")."""
     if fact.relation != "solved_by":
         return []
-    return [k for k in standing if k.relation == "blocked_by" and k.target == fact.source]
+    titled = _title(fact.description)
+    return [
+        k
+        for k in standing
+        if k.relation == "blocked_by"
+        and (
+            k.target == fact.source
+            or (
+                k.target is None and k.source == fact.source and jaccard(_title(k.description), titled) >= 0.5
+            )
+        )
+    ]
 
 
-def _superseded(old: Known, fact: memory.FactAsserted, derived: Derived) -> Derived:
+def _title(description: str) -> frozenset[str]:
+    """What an error is called: a bullet's words before its first colon, but for the words that
+    say whether it is solved."""
+    return word_set(description.split(":", 1)[0]) - _UNSOLVED_WORDS
+
+
+_UNSOLVED_WORDS = word_set("unresolved current still failing not yet fixed resolved")
+
+
+def _superseded(old: Known, by: str, fact: memory.FactAsserted, derived: Derived) -> Derived:
+    """The end of `old`, which the fact `by` stands for now (`fact`: what was said)."""
     ended = memory.FactSuperseded(
         fact_id=old.fact_id,
-        by_fact_id=fact.fact_id,
+        by_fact_id=by,
         invalid_at=fact.valid_at,  # None: when the new one was said (the event's time)
         reason=f"superseded: {fact.description}",
     )
-    key = f"{old.fact_id}>{fact.fact_id}"
+    key = f"{old.fact_id}>{by}"
     return msgspec.structs.replace(derived, kind=kinds.FACT_SUPERSEDED, payload=ended, key=key)

@@ -16,7 +16,7 @@ import msgspec
 
 from schemas import kinds
 from schemas.events import Event
-from schemas.text import unmarked
+from schemas.text import summary_of, unmarked
 
 _TEXT_FIELDS = {
     kinds.SUBAGENT_STOPPED: "last_assistant_message",
@@ -79,7 +79,7 @@ def bullets(events: Iterable[Event]) -> Iterator[Bullet]:
         text = msgspec.json.decode(event.payload).get(field) if field else None
         if not isinstance(text, str) or not _MINED.search(text):
             continue
-        sections = _sections(text[text.find("<summary>") :] if "<summary>" in text else text)
+        sections = _sections(summary_of(text) or text)
         for line in _bullets(sections.get("errors and fixes", "")):
             yield Bullet("errors", line, not _UNSOLVED.search(line), event.id)
         for line in _bullets(sections.get("key technical concepts", "")):

@@ -58,7 +58,8 @@ def digest(events: list[Event]) -> str:
         if event.id in taken:
             lines.append(f"COMMIT: {taken[event.id].subject}")
         elif event.kind == kinds.PROMPT_SUBMITTED and not is_noise(text := str(payload.get("prompt") or "")):
-            lines.append(f"USER: {_cut(clean(text), _TURN_MAX)}")
+            said = "USER" if event.agent == "main" else "AGENT TO A SUBAGENT"  # a task is not the user's
+            lines.append(f"{said}: {_cut(clean(text), _TURN_MAX)}")
         elif event.kind in (kinds.ASSISTANT_STOPPED, kinds.SUBAGENT_STOPPED):
             text = clean(str(payload.get("last_assistant_message") or ""))
             limit = _SUMMARY_MAX if "Errors and Fixes:" in text or "Primary Request" in text else _TURN_MAX
