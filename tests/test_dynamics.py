@@ -34,12 +34,26 @@ def _session(env: dict[str, str], session: str, prompt: str) -> None:
     _hook(env, "SessionEnd", session, reason="exit")
 
 
+def _in_project(env: dict[str, str], folder: pathlib.Path) -> dict[str, str]:
+    folder.mkdir()
+    return {**env, "CLAUDE_PROJECT_DIR": str(folder)}
+
+
+def _told_at_start(env: dict[str, str], session: str, holding: str) -> str:
+    """What a new session is told as it starts, once it holds `holding`."""
+
+    def started() -> str:
+        said = _hook(env, "SessionStart", session, source="startup")
+        return str(json.loads(said)["hookSpecificOutput"]["additionalContext"]) if said else ""
+
+    context: str = wait_for(lambda: (c := started()) and holding in c and c, timeout=90, what=holding)
+    return context
+
+
 def test_a_preference_said_in_three_sessions_reaches_the_fourth_sessions_start(
     stack: Stack, env: dict[str, str], tmp_path: pathlib.Path
 ) -> None:
-    project = tmp_path / "app"
-    project.mkdir()
-    here = {**env, "CLAUDE_PROJECT_DIR": str(project)}
+    here = _in_project(env, tmp_path / "app")
     wordings = [
         "Always run the tests with pytest -x before committing.",
         "I think we should always run the tests with pytest -x before committing!",
@@ -55,11 +69,7 @@ def test_a_preference_said_in_three_sessions_reaches_the_fourth_sessions_start(
         crystallized = stack.query("SELECT count(*) FROM preferences")[0][0]
         assert crystallized == (1 if n == 3 else 0)  # two sessions are not enough
 
-    def started() -> str:
-        said = _hook(here, "SessionStart", "pref-4", source="startup")
-        return str(json.loads(said)["hookSpecificOutput"]["additionalContext"]) if said else ""
-
-    context = wait_for(lambda: (c := started()) and "pytest -x" in c and c, timeout=60, what="the preference")
+    context = _told_at_start(here, "pref-4", "pytest -x")
     assert "run the tests with pytest -x before committing" in context.lower()
     [(evidence, strength)] = stack.query("SELECT evidence, strength FROM preferences")
     assert strength == 0.6 and evidence >= 3  # 3 sessions; their signals, and the rule extraction made
@@ -68,16 +78,9 @@ def test_a_preference_said_in_three_sessions_reaches_the_fourth_sessions_start(
 def test_a_rule_stated_once_reaches_the_next_sessions_start_labelled_as_stated_once(
     stack: Stack, env: dict[str, str], tmp_path: pathlib.Path
 ) -> None:
-    project = tmp_path / "svc"
-    project.mkdir()
-    here = {**env, "CLAUDE_PROJECT_DIR": str(project)}
+    here = _in_project(env, tmp_path / "svc")
     _session(here, "rule-1", "From now on always use uv, never pip. Now add httpx to the project.")
-
-    def started() -> str:
-        said = _hook(here, "SessionStart", "rule-2", source="startup")
-        return str(json.loads(said)["hookSpecificOutput"]["additionalContext"]) if said else ""
-
-    context = wait_for(lambda: (c := started()) and "uv" in c and c, timeout=90, what="the rule")
+    context = _told_at_start(here, "rule-2", "use uv")
     assert "From now on always use uv, never pip (stated once)" in context
     assert "## Preferences\n" in context
 
