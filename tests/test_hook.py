@@ -136,6 +136,20 @@ def test_a_payload_cut_off_midway_is_a_dead_letter_that_says_it_is_not_json(
     assert letter.head == raw.decode()
 
 
+def test_a_secret_in_a_payload_cut_off_midway_is_redacted_in_its_dead_letter(
+    env: dict[str, str], home: str
+) -> None:
+    secret = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+    said = f"use AKIAIOSFODNN7EXAMPLE with secret {secret}, the password is hunter2-Xy9!"
+    raw = f'{{"session_id": "a", "prompt": "{said}'
+    assert run_hook(raw.encode(), {**env, **offline_env(home)}, "UserPromptSubmit").returncode == 0
+    [letter] = dead_letters(home)
+    stored = open(os.path.join(Settings(home).dead_letter_dir, letter.id + ".json")).read()
+    for kept in (secret, "AKIAIOSFODNN7EXAMPLE", "hunter2-Xy9!"):
+        assert kept not in stored
+    assert letter.head.startswith('{"session_id": "a", "prompt": "use [REDACTED:')
+
+
 def test_parse_names_the_problem() -> None:
     try:
         parse_payload(b"NaN", None)
