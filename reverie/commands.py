@@ -212,8 +212,9 @@ def _parser() -> argparse.ArgumentParser:
     forget = sub.add_parser(
         "forget",
         help="hide a memory from recall (an event: nothing is deleted)",
-        description="Records that the memory ID (as `reverie recall --json` shows it) is to be forgotten: "
-        'recall no longer returns it; `reverie sql "select * from forgotten"` lists what was.',
+        description="Records that the memory ID (as `reverie recall` shows it) is to be forgotten: "
+        'recall no longer returns it; `reverie sql "select * from forgotten"` lists what was. An id no '
+        "memory of this project has is refused (exit status 1).",
     )
     forget.add_argument("id", help="the memory's id")
     forget.add_argument("--reason", default="", help="why (kept with the event)")

@@ -51,12 +51,21 @@ def test_remember_and_forget_with_the_stack_down_lose_nothing(env: dict[str, str
     assert (
         "remembered as pagination for every project" in remembered.stderr and "spooled" in remembered.stderr
     )
-    forgotten = subprocess.run(
+    [path] = spooled(Settings(env["REVERIE_HOME"]).spool_dir, 0)
+    memory_id = decode_event(Path(path).read_bytes()).id
+    unknown = subprocess.run(
         [*REVERIE, "forget", "fact:1234", "--reason", "wrong"],
         env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
-    assert forgotten.returncode == 0, forgotten.stderr
+    assert unknown.returncode == 1 and "no memory has the id 'fact:1234'" in unknown.stderr
+    assert "Traceback" not in unknown.stderr
+    forgotten = subprocess.run(
+        [*REVERIE, "forget", memory_id, "--reason", "wrong"],
+        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert forgotten.returncode == 0, forgotten.stderr  # spooled a moment ago: known all the same
     events = [decode_event(Path(p).read_bytes()) for p in spooled(Settings(env["REVERIE_HOME"]).spool_dir, 0)]
+    assert len(events) == 2
     by_kind = {e.kind: e for e in events}
     said = json.loads(bytes(by_kind[kinds.MEMORY_REMEMBERED].payload))
     assert said == {
@@ -65,11 +74,39 @@ def test_remember_and_forget_with_the_stack_down_lose_nothing(env: dict[str, str
     }  # fmt: skip
     assert by_kind[kinds.MEMORY_REMEMBERED].source == "cli"
     assert json.loads(bytes(by_kind[kinds.MEMORY_FORGOTTEN].payload)) == {
-        "memory_id": "fact:1234",
+        "memory_id": memory_id,
         "reason": "wrong",
     }
     empty = subprocess.run([*REVERIE, "remember", "  "], env=env, capture_output=True, text=True, timeout=60)
     assert empty.returncode == 1 and "nothing to remember" in empty.stderr
+
+
+def test_forget_of_an_id_no_memory_has_is_an_error_and_records_nothing(
+    settings: Settings, env: dict[str, str], tmp_path: Path
+) -> None:
+    at = datetime(2026, 11, 1, tzinfo=UTC)
+    kept = MemoryRemembered(text="kestrel is the staging cluster")
+    remembered = make_event(
+        kinds.MEMORY_REMEMBERED, kept, id="01M7" + "0" * 22, ts=at, recorded_at=at, project=str(tmp_path),
+        source="cli",
+    )  # fmt: skip
+    folding = Folding(settings)
+    folding.fold([remembered])
+    folding.close()
+    env = {**env, "REDIS_URL": f"unix://{tmp_path}/nobody-listens.sock"}
+
+    def forget(memory_id: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*REVERIE, "forget", memory_id], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60
+        )
+
+    for unknown in ("01M7" + "9" * 22, "fact:nobody-knows", "01M7"):  # a prefix is no id
+        refused = forget(unknown)
+        assert refused.returncode == 1 and f"no memory has the id {unknown!r}" in refused.stderr
+        assert "reverie recall" in refused.stderr and "Traceback" not in refused.stderr
+    assert spooled(settings.spool_dir, 0) == []
+    assert forget(remembered.id).returncode == 0
+    assert len(spooled(settings.spool_dir, 0)) == 1
 
 
 def test_what_is_remembered_for_every_project_has_none_and_what_is_forgotten_leaves_recall(
