@@ -133,9 +133,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     recall.add_argument("query", help="what to remember about")
     recall.add_argument("--limit", type=int, default=10, help="how many memories (default: 10)")
-    recall.add_argument(
-        "--project", help="only this project: its root folder, e.g. . (default: every project)"
+    where = recall.add_mutually_exclusive_group()
+    where.add_argument(
+        "--project",
+        help="this project's memories (and those that hold everywhere): its root folder, e.g. ~/app "
+        "(default: the current folder's project, as `reverie remember` finds it)",
     )
+    where.add_argument("--all-projects", action="store_true", help="the memories of every project")
     recall.add_argument(
         "--as-of",
         metavar="TIME",
@@ -337,6 +341,7 @@ def run(argv: list[str]) -> int:
     if args.command == "recall":
         from reverie import recalling
         from reverie.console import fail
+        from reverie.remembering import current_project
         from schemas.recall import RecallRequest
 
         if args.limit < 1:
@@ -347,7 +352,7 @@ def run(argv: list[str]) -> int:
             return fail(f"--as-of: not an ISO date or time: {args.as_of!r}")
         request = RecallRequest(
             prompt=args.query,
-            project=recalling.project_named(args.project),
+            project=None if args.all_projects else recalling.project_named(args.project) or current_project(),
             limit=args.limit,
             as_of=as_of,
             network=args.type,
