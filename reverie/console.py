@@ -16,8 +16,16 @@ from rich.table import Table
 if TYPE_CHECKING:
     from projections.event_log import Quarantined
 
-out = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
+
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        """The reader left: reverie.cli ends the command quietly (rich would exit with 1)."""
+        self.quiet = True
+        raise BrokenPipeError
+
+
+out = _Console(soft_wrap=True)
+err = _Console(stderr=True, soft_wrap=True)
 
 
 def progress_bar() -> Progress:
@@ -59,7 +67,8 @@ def print_rows(columns: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str =
                 json.dumps({c: _plain(v) for c, v in zip(columns, row, strict=True)}, default=str) + "\n"
             )
     elif fmt == "csv":
-        writer = csv.writer(sys.stdout)
+        # lines end as every other command's do, not with csv's default (RFC 4180's \r\n)
+        writer = csv.writer(sys.stdout, lineterminator="\n")
         writer.writerow(columns)
         writer.writerows([[_plain(v) for v in row] for row in rows])
     else:

@@ -52,6 +52,24 @@ def test_the_command_prints_json_csv_and_clear_errors(settings: Settings, env: d
     assert "nope" in bad.stderr and "Traceback" not in bad.stderr
 
 
+def test_csv_lines_end_with_a_line_feed(settings: Settings, env: dict[str, str]) -> None:
+    EventLog(settings.event_log_dir).append([decode_event(event("hello")[1])])
+    sql = "select kind, payload->>'prompt' as prompt from events"
+    as_csv = subprocess.run([str(BIN), "sql", sql, "--csv"], env=env, capture_output=True, check=True)
+    assert as_csv.stdout == b"kind,prompt\nprompt.submitted,hello\n"
+
+
+@pytest.mark.parametrize("fmt", ["", "--csv", "--json"])
+def test_sql_into_head_ends_quietly_with_the_status_of_a_writer_cut_off(
+    env: dict[str, str], fmt: str
+) -> None:
+    shell = f"set -o pipefail; '{BIN}' sql 'select * from range(200000)' {fmt} | head -n 1"
+    piped = subprocess.run(["bash", "-c", shell], env=env, capture_output=True, text=True, timeout=120)
+    assert piped.stderr == ""  # no BrokenPipeError, no traceback
+    assert piped.returncode == 128 + 13  # as `yes | head` under pipefail: SIGPIPE's, not an error's
+    assert len(piped.stdout.splitlines()) == 1
+
+
 def test_the_shell_runs_statements_over_lines_and_survives_errors(
     settings: Settings, capsys: "pytest.CaptureFixture[str]"
 ) -> None:
