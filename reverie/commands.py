@@ -178,13 +178,15 @@ def _parser() -> argparse.ArgumentParser:
     recall.add_argument("--json", action="store_true", help="the whole recall as JSON")
     why = sub.add_parser(
         "why",
-        help="where a fact, an entity or an episode comes from, down to the transcript's line",
-        description="Shows what memory holds under ID (a fact, an entity, an episode; a prefix only it "
-        "has will do), the derived events that made and changed it (asserted, reconsolidated, "
-        "superseded...), the events each came from, and the transcript file and line that record "
-        "those. Reads the projections' last snapshot and the event log.",
+        help="where a memory (a fact, an entity, an episode, one remembered...) comes from, down to "
+        "the transcript's line",
+        description="Shows what memory holds under ID (a fact, an entity, an episode, any memory recall "
+        "shows; a prefix only it has will do), the derived events that made and changed it (asserted, "
+        "reconsolidated, superseded...), the events each came from, and the transcript file and line "
+        "that record those; for a memory no worker derived (`reverie remember`'s, a prompt), the event "
+        "that recorded it and by whom. Reads the projections' last snapshot and the event log.",
     )
-    why.add_argument("id", help="e.g. fact:9c4aa661d8, file:2b7e…, episode:…")
+    why.add_argument("id", help="e.g. fact:9c4aa661d8, file:2b7e…, episode:…, or the id recall shows")
     why.add_argument("--json", action="store_true", help="the whole answer as one JSON object")
     for verb, does in (("install", "install"), ("uninstall", "take out")):
         command = sub.add_parser(
