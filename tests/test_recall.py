@@ -357,7 +357,7 @@ def test_recall_from_the_command_line(recaller: Recaller, env: dict[str, str]) -
     assert bad.returncode == 1 and "--as-of" in bad.stderr and "Traceback" not in bad.stderr
 
 
-def test_recall_from_the_command_line_asks_the_current_folders_project_and_shows_ids(
+def test_recall_from_the_command_line_asks_the_current_folders_project_and_shows_ids_at_80_columns(
     encoder: Encoder, env: dict[str, str], tmp_path: Path
 ) -> None:
     app, other = tmp_path / "app", tmp_path / "other"
@@ -386,9 +386,10 @@ def test_recall_from_the_command_line_asks_the_current_folders_project_and_shows
     def recall(*args: str) -> str:
         done = subprocess.run(
             [str(BIN), "recall", "how do we deploy?", *args],
-            env={**env, "COLUMNS": "250"}, cwd=app, capture_output=True, text=True, timeout=120,
+            env={**env, "COLUMNS": "80"}, cwd=app, capture_output=True, text=True, timeout=120,
         )  # fmt: skip
         assert done.returncode == 0, done.stderr
+        assert all(len(line) <= 80 for line in done.stdout.splitlines()) and "…" not in done.stdout
         return done.stdout
 
     here = recall()
