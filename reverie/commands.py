@@ -230,9 +230,11 @@ def _parser() -> argparse.ArgumentParser:
         description="Without `reverie install`, Claude Code can take reverie as a plugin: run\n"
         "  claude plugin marketplace add $(reverie claude-code marketplace)\n"
         "  claude plugin install reverie@reverie\n"
-        "The plugin holds the hooks, the MCP server and the /reverie:remember and /reverie:recall "
-        "commands; Claude Code asks `reverie claude-code plugin` for it again at each update and "
-        "session, so it always points at the reverie installed now.",
+        "The install shows the command Claude Code runs to get the plugin and asks to run it\n"
+        "(outside a terminal, add --yes). The plugin holds the hooks, the MCP server and the\n"
+        "/reverie:remember and /reverie:recall commands; Claude Code asks `reverie claude-code\n"
+        "plugin` for it again at each update and session, so it always points at the reverie\n"
+        "installed now.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     folder = claude_code.add_subparsers(dest="folder", metavar="FOLDER", required=True)
