@@ -62,6 +62,13 @@ def raw_decode(s: str, at: int) -> tuple[Any, int]:
         return _scan(s, at)
     except StopIteration as e:
         raise _error("Expecting value", s, e.value) from None
+    except SystemError:
+        # Python 3.11's `_json` raises its errors as json.decoder's JSONDecodeError, which it
+        # takes only from a `json` already imported, else fails empty-handed (cut-off input:
+        # an unterminated string, a missing comma). With `json` imported, it says what it met.
+        import json.decoder  # noqa: F401
+
+        return _scan(s, at)
 
 
 def dumps(value: Any) -> str:

@@ -76,8 +76,15 @@ def context_for(settings: Settings, hook: str, payload: dict[str, Any], project:
 def tell(settings: Settings, hook: str, payload: dict[str, Any], project: str) -> None:
     """Have the service write the session's compaction manifest, waiting for no answer: the
     request is sent (over TCP, once the service proved it holds the token), and the hook goes on
-    (the service down, or slow, costs it nothing)."""
+    (the service down, or slow, costs it nothing). Stop's sends the agent's last message with
+    it, redacted and cut as its event's: a second redaction, on the Stop hook only."""
     request = {"hook": hook, "project": project, "session_id": payload.get("session_id")}
+    message = payload.get("last_assistant_message")
+    if isinstance(message, str):  # Stop's: the next steps it names, which no snapshot knows yet
+        from ingest.redact import redact_text
+        from ingest.truncate import cut
+
+        request["last_message"] = cut(message, clean=redact_text)  # as its event keeps it
     try:
         conn = _open(settings, 0.05)
         try:

@@ -10,7 +10,11 @@ Where the patterns come from:
   gitleaks commit and how to refresh it (`python -m ingest.token_formats_build`);
 - `_OWN` below holds what gitleaks lacks or states too narrowly for a redactor: passwords in
   URLs, commands, connection strings and assignments, and looser forms of the common tokens (a
-  redactor would rather eat a made-up key than miss a real one; gitleaks, a scanner, would not).
+  redactor would rather eat a made-up key than miss a real one; gitleaks, a scanner, would not);
+  and secrets told by their neighbourhood: an AWS secret key (40 characters of base64) within
+  200 characters of an access key id, and a value shaped like a secret (letters, digits and
+  more) right after a word that names one in prose ("the password is ...", "token: ...",
+  "mot de passe : ..."), never a word ("the token budget", "secret sauce").
 
 Cost: the hook redacts every payload on the agent's time and most strings hold no secret. Each
 kind names literals one of which its matches hold (gitleaks' keywords); a string is searched
@@ -43,6 +47,15 @@ _START = r"(?:(?<![A-Za-z0-9_\-])|(?<=\\[nrt])|(?<=%[0-9A-Fa-f]{2}))"
 # a value quoted or bare, as shells and config files write it
 _VALUE = r"(?:\"[^\"\n]{4,}\"|'[^'\n]{4,}'|[^\s\"',;}&]{4,})"
 _SECRET_FLAGS = r"--(?:password|passwd|token|api-key|secret)"
+# an AWS access key id, as gitleaks knows them
+_AWS_KEY_ID_LITERALS = ("a3t", "akia", "asia", "abia", "acca")
+_AWS_KEY_ID = r"(?<![A-Za-z0-9])(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Za-z0-9])"
+_AWS_NEIGHBOURHOOD = 200  # characters either side of a secret where its key id may be
+# the words that name a secret in prose (lower-case, as literals are)
+_PROSE_WORDS = (
+    "secret", "token", "password", "passwd", "passphrase", "api key", "api_key", "api-key", "apikey",
+    "access key", "mot de passe", "mots de passe", "mdp", "jeton",
+)  # fmt: skip
 
 
 class Kind:
@@ -91,6 +104,14 @@ _OWN = (
     Kind("gitlab-token", ("glpat-",), _START + r"glpat-[A-Za-z0-9_\-]{20,}"),
     Kind("slack-token", ("xox", "xapp-"), _START + r"(?:xox[abposr]|xapp)-[A-Za-z0-9\-]{10,}"),
     Kind("slack-webhook", ("hooks.slack.com/",), r"hooks\.slack\.com/services/[A-Za-z0-9_/]+"),
+    # An AWS secret access key has no prefix of its own: 40 characters of base64 are one only
+    # beside a key id (prose, a CSV of credentials), which _beside_aws_key_id looks for. Before
+    # the key id's kind, which would hide that id.
+    Kind(
+        "aws-secret-key",
+        _AWS_KEY_ID_LITERALS,
+        r"(?:(?<![A-Za-z0-9/+=])|(?<=\\[nrt]))[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])",
+    ),
     Kind("aws-access-key", ("akia", "asia"), _START + r"(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
     Kind("google-api-key", ("aiza",), _START + r"AIza[0-9A-Za-z_\-]{35}"),
     Kind("stripe-key", ("k_live_", "k_test_"), _START + r"[rs]k_(?:live|test)_[0-9A-Za-z]{16,}"),
@@ -145,6 +166,19 @@ _OWN = (
         r"(?i)(?P<keep>(?:PASSWORD|PASSWD|PASSPHRASE|SECRET|SECRET[_-]?KEY|TOKEN|API[_-]?KEY|ACCESS[_-]?KEY|"
         r"PRIVATE[_-]?KEY|CREDENTIALS?|(?-i:(?<=[A-Z0-9])_(?:PASS|PWD)))[\"']?\s*[:=]\s*)" + _VALUE,
     ),
+    # a secret named in prose: "the password is hunter2-Xy9!", "with secret wJalr...", "le mot de
+    # passe est ...": the word, at most two linking words or a colon, then a value. Only a value
+    # shaped like a secret counts (_looks_random): "the token budget", "password reset flow" and
+    # "secret sauce" name none. The value ends before the punctuation that ends a sentence.
+    Kind(
+        "prose-secret",
+        _PROSE_WORDS,
+        r"(?i)(?P<keep>\b(?:secrets?|tokens?|passwords?|passwd|passphrases?|api[ _-]?keys?|access keys?|"
+        r"mots? de passe|mdp|jetons?)"
+        r"(?:[ \t]*[:=]{1,3}\s*|[ \t]+(?:(?:is|was|are|now|set to|becomes|est|sera|c'est):?[ \t]+){0,2})"
+        r"[\"'\x60]?)(?P<secret>\S{8,}?)(?=[.,;:)\]}'\"\x60]{0,3}(?!\S))",
+        entropy=2.5,
+    ),
 )
 
 KINDS: tuple[Kind, ...] = _OWN + tuple(
@@ -164,8 +198,29 @@ def _is_basic_credential(match: re.Match[str]) -> bool:
     return b":" in decoded and all(32 <= byte < 127 for byte in decoded)
 
 
+def _beside_aws_key_id(match: re.Match[str]) -> bool:
+    text, start, end = match.string, match.start(), match.end()
+    around = text[max(0, start - _AWS_NEIGHBOURHOOD) : end + _AWS_NEIGHBOURHOOD]
+    return compiled(_AWS_KEY_ID).search(around) is not None
+
+
+def _looks_random(match: re.Match[str]) -> bool:
+    """Whether a value named in prose is shaped like a secret rather than a word: letters and
+    digits, and a third kind of character (case, punctuation) or 16 characters at least."""
+    value = match.group("secret")
+    lower = any(c.islower() for c in value)
+    upper = any(c.isupper() for c in value)
+    digit = any(c.isdigit() for c in value)
+    other = any(not c.isalnum() for c in value)
+    return (lower or upper) and digit and (lower + upper + other >= 2 or len(value) >= 16)
+
+
 # kinds whose matches must pass a check before they count as secrets
-_CONFIRM: dict[str, Callable[[re.Match[str]], bool]] = {"basic-auth": _is_basic_credential}
+_CONFIRM: dict[str, Callable[[re.Match[str]], bool]] = {
+    "basic-auth": _is_basic_credential,
+    "aws-secret-key": _beside_aws_key_id,
+    "prose-secret": _looks_random,
+}
 
 
 def redact_text(text: str) -> str:
@@ -370,4 +425,5 @@ def pattern_sources() -> list[str]:
         _DELIMITER,
         _SECRET_KEY,
         f"(?i){_SECRET_FLAGS}",
+        _AWS_KEY_ID,
     ]

@@ -164,10 +164,11 @@ GROUP BY ALL;
 -- published); average_activation: the mean ACT-R activation over days of the facts recall shows
 -- (each use, its learning included, a day old at least; workers/dynamics/lifecycle.py expires
 -- those below -2.0); dream_efficiency: facts the dream cycle distilled per episode.
+-- A ratio or a mean over nothing (no facts, no recall yet) is NULL, never 0 or 1.
 CREATE VIEW memory_health AS
 SELECT
     (SELECT count(*) FROM facts_current) AS facts,
-    (SELECT 1 - count(DISTINCT lower(description)) / greatest(count(*), 1) FROM facts_current) AS duplicate_ratio,
+    (SELECT 1 - count(DISTINCT lower(description)) / nullif(count(*), 0) FROM facts_current) AS duplicate_ratio,
     (SELECT count(e.memory_id) / nullif(count(*), 0) FROM memory_documents m
         LEFT JOIN embedded e USING (memory_id, content_hash)) AS embedding_coverage,
     (SELECT avg(activation) FROM (

@@ -3,6 +3,9 @@
 `reverie hook` is checked before anything else is imported: it runs once per Claude Code
 event and its whole budget is a few tens of milliseconds.
 
+A command whose output's reader leaves early (`reverie sql ... | head`) ends quietly, with
+the status a shell expects of a writer cut off.
+
 Every reverie process, and every process it starts, creates its files and folders for this
 user alone (umask 077): prompts, tool output and memories are nobody else's to read, whichever
 process happens to create a folder first.
@@ -21,4 +24,19 @@ def main(argv: list[str] | None = None) -> int:
         return hook_main(args[1:])
     from reverie.commands import run
 
-    return run(args)
+    try:
+        status = run(args)
+        sys.stdout.flush()  # here, where a reader gone is caught, not at the interpreter's exit
+    except BrokenPipeError:
+        return _reader_gone()
+    return status
+
+
+def _reader_gone() -> int:
+    """stdout's reader left (`reverie sql ... | head`): end quietly, with the status a shell
+    gives a writer SIGPIPE ended, 128 + 13 (which `set -o pipefail` reports as such)."""
+    import signal
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())  # what is still buffered goes nowhere, without a word
+    return 128 + signal.SIGPIPE

@@ -133,9 +133,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     recall.add_argument("query", help="what to remember about")
     recall.add_argument("--limit", type=int, default=10, help="how many memories (default: 10)")
-    recall.add_argument(
-        "--project", help="only this project: its root folder, e.g. . (default: every project)"
+    where = recall.add_mutually_exclusive_group()
+    where.add_argument(
+        "--project",
+        help="this project's memories (and those that hold everywhere): its root folder, e.g. ~/app "
+        "(default: the current folder's project, as `reverie remember` finds it)",
     )
+    where.add_argument("--all-projects", action="store_true", help="the memories of every project")
     recall.add_argument(
         "--as-of",
         metavar="TIME",
@@ -174,13 +178,15 @@ def _parser() -> argparse.ArgumentParser:
     recall.add_argument("--json", action="store_true", help="the whole recall as JSON")
     why = sub.add_parser(
         "why",
-        help="where a fact, an entity or an episode comes from, down to the transcript's line",
-        description="Shows what memory holds under ID (a fact, an entity, an episode; a prefix only it "
-        "has will do), the derived events that made and changed it (asserted, reconsolidated, "
-        "superseded...), the events each came from, and the transcript file and line that record "
-        "those. Reads the projections' last snapshot and the event log.",
+        help="where a memory (a fact, an entity, an episode, one remembered...) comes from, down to "
+        "the transcript's line",
+        description="Shows what memory holds under ID (a fact, an entity, an episode, any memory recall "
+        "shows; a prefix only it has will do), the derived events that made and changed it (asserted, "
+        "reconsolidated, superseded...), the events each came from, and the transcript file and line "
+        "that record those; for a memory no worker derived (`reverie remember`'s, a prompt), the event "
+        "that recorded it and by whom. Reads the projections' last snapshot and the event log.",
     )
-    why.add_argument("id", help="e.g. fact:9c4aa661d8, file:2b7e…, episode:…")
+    why.add_argument("id", help="e.g. fact:9c4aa661d8, file:2b7e…, episode:…, or the id recall shows")
     why.add_argument("--json", action="store_true", help="the whole answer as one JSON object")
     for verb, does in (("install", "install"), ("uninstall", "take out")):
         command = sub.add_parser(
@@ -212,8 +218,9 @@ def _parser() -> argparse.ArgumentParser:
     forget = sub.add_parser(
         "forget",
         help="hide a memory from recall (an event: nothing is deleted)",
-        description="Records that the memory ID (as `reverie recall --json` shows it) is to be forgotten: "
-        'recall no longer returns it; `reverie sql "select * from forgotten"` lists what was.',
+        description="Records that the memory ID (as `reverie recall` shows it) is to be forgotten: "
+        'recall no longer returns it; `reverie sql "select * from forgotten"` lists what was. An id no '
+        "memory of this project has is refused (exit status 1).",
     )
     forget.add_argument("id", help="the memory's id")
     forget.add_argument("--reason", default="", help="why (kept with the event)")
@@ -223,9 +230,11 @@ def _parser() -> argparse.ArgumentParser:
         description="Without `reverie install`, Claude Code can take reverie as a plugin: run\n"
         "  claude plugin marketplace add $(reverie claude-code marketplace)\n"
         "  claude plugin install reverie@reverie\n"
-        "The plugin holds the hooks, the MCP server and the /reverie:remember and /reverie:recall "
-        "commands; Claude Code asks `reverie claude-code plugin` for it again at each update and "
-        "session, so it always points at the reverie installed now.",
+        "The install shows the command Claude Code runs to get the plugin and asks to run it\n"
+        "(outside a terminal, add --yes). The plugin holds the hooks, the MCP server and the\n"
+        "/reverie:remember and /reverie:recall commands; Claude Code asks `reverie claude-code\n"
+        "plugin` for it again at each update and session, so it always points at the reverie\n"
+        "installed now.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     folder = claude_code.add_subparsers(dest="folder", metavar="FOLDER", required=True)
@@ -336,6 +345,7 @@ def run(argv: list[str]) -> int:
     if args.command == "recall":
         from reverie import recalling
         from reverie.console import fail
+        from reverie.remembering import current_project
         from schemas.recall import RecallRequest
 
         if args.limit < 1:
@@ -346,7 +356,7 @@ def run(argv: list[str]) -> int:
             return fail(f"--as-of: not an ISO date or time: {args.as_of!r}")
         request = RecallRequest(
             prompt=args.query,
-            project=recalling.project_named(args.project),
+            project=None if args.all_projects else recalling.project_named(args.project) or current_project(),
             limit=args.limit,
             as_of=as_of,
             network=args.type,

@@ -1,4 +1,9 @@
-"""Printing for people: rich tables and messages on the terminal, plain JSON/CSV for programs."""
+"""Printing for people: rich tables and messages on the terminal, plain JSON/CSV for programs.
+
+Rows print as a table when it fits the terminal's width (80 columns when the output is not a
+terminal, or $COLUMNS), else as records, one line per column, like psql's `\\x auto`: a wide
+row never shrinks to columns of "…". Values are shown as they are, never read as rich markup.
+"""
 
 import csv
 import json
@@ -12,12 +17,21 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 if TYPE_CHECKING:
     from projections.event_log import Quarantined
 
-out = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
+
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        """The reader left: reverie.cli ends the command quietly (rich would exit with 1)."""
+        self.quiet = True
+        raise BrokenPipeError
+
+
+out = _Console(soft_wrap=True)
+err = _Console(stderr=True, soft_wrap=True)
 
 
 def progress_bar() -> Progress:
@@ -59,12 +73,31 @@ def print_rows(columns: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str =
                 json.dumps({c: _plain(v) for c, v in zip(columns, row, strict=True)}, default=str) + "\n"
             )
     elif fmt == "csv":
-        writer = csv.writer(sys.stdout)
+        # lines end as every other command's do, not with csv's default (RFC 4180's \r\n)
+        writer = csv.writer(sys.stdout, lineterminator="\n")
         writer.writerow(columns)
         writer.writerows([[_plain(v) for v in row] for row in rows])
     else:
+        cells = [[Text("" if v is None else str(_plain(v))) for v in row] for row in rows]  # never markup
         table = Table(*columns, show_lines=False, header_style="bold")
-        for row in rows:
-            table.add_row(*["" if v is None else str(_plain(v)) for v in row])
-        out.print(table)
+        for row_cells in cells:
+            table.add_row(*row_cells)
+        natural = out.measure(table, options=out.options.update_width(1 << 20)).maximum  # not clamped
+        if natural > out.width:  # psql's \x auto: too wide to read as a table
+            _print_records(columns, cells)
+        else:
+            out.print(table)
         out.print(f"[dim]{len(rows)} row{'s' if len(rows) != 1 else ''}[/]")
+
+
+def _print_records(columns: Sequence[str], rows: list[list[Text]]) -> None:
+    """Each row as a record, one "column  value" line each (a long value wraps under itself),
+    as psql's expanded display shows rows too wide for the terminal."""
+    for n, row in enumerate(rows, start=1):
+        out.rule(f"record {n}", align="left", style="dim")
+        record = Table.grid(padding=(0, 2))
+        record.add_column(style="bold", no_wrap=True)
+        record.add_column(overflow="fold")
+        for column, cell in zip(columns, row, strict=True):
+            record.add_row(Text(column), cell)
+        out.print(record)

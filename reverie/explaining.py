@@ -2,8 +2,10 @@
 
 Reads the projections' snapshot (the thing as memory holds it, and `provenance`: the derived
 events about it and what each came from) and the event log (those events, down to what was
-observed), then finds each observed event's line in the transcript it names. An id may be
-given by a prefix that only it has.
+observed), then finds each observed event's line in the transcript it names. A memory no worker
+derived (what `reverie remember` recorded, a prompt) is shown with the event that is it: who
+recorded it, when, in which session and transcript line. An id may be given by a prefix that
+only it has.
 """
 
 import sys
@@ -16,6 +18,7 @@ import msgspec
 from ingest.transcripts import locate
 from projections.sql import DamagedSnapshot, NoSnapshot, connect
 from reverie.console import fail, out
+from schemas import kinds
 from schemas.registry import DERIVED_KINDS
 from schemas.settings import Settings
 from schemas.text import clean
@@ -53,7 +56,10 @@ def why(settings: Settings, wanted: str, project: str | None = None) -> Why:
         details = _details(db, table, column, id_)
         heading = str(details.pop(title, None) or id_)
         derivations = [_derivation(db, row) for row in _derived_about(db, id_)]
-        return Why(id=id_, what=what, title=heading, details=details, derivations=derivations)
+        recorded = _recorded(db, id_) if what == "memory" else None
+        return Why(
+            id=id_, what=what, title=heading, details=details, derivations=derivations, recorded=recorded
+        )
     finally:
         db.close()
 
@@ -84,15 +90,33 @@ def _provenance_subjects(db: duckdb.DuckDBPyConnection, wanted: str) -> list[str
     return [r[0] for r in db.execute(query, [wanted]).fetchall()]
 
 
+# what a kind of memory in memory_texts keeps beside its text: its table and id column
+_MORE = {"remembered": ("remembered", "event_id")}
+
+
 def _details(db: duckdb.DuckDBPyConnection, table: str, column: str, id_: str) -> dict[str, Any]:
     if table == "provenance":
         return {}
+    details = _row(db, table, column, id_)
+    if table == "memory_texts" and (more := _MORE.get(details.get("kind", ""))):
+        details |= {k: v for k, v in _row(db, *more, id_).items() if k not in details and v != []}
+    return details
+
+
+def _row(db: duckdb.DuckDBPyConnection, table: str, column: str, id_: str) -> dict[str, Any]:
+    """The row of `table` whose `column` is `id_`, but for it and what it holds as null."""
     cursor = db.execute(f"SELECT * FROM {table} WHERE {column} = ?", [id_])
     names = [d[0] for d in cursor.description or []]
     row = cursor.fetchone() or ()
     return {
         name: value for name, value in zip(names, row, strict=True) if value is not None and name != column
     }
+
+
+def _recorded(db: duckdb.DuckDBPyConnection, id_: str) -> Source | None:
+    """The observed event that is the memory `id_` itself, if one is (remembered, a prompt...)."""
+    found = _sources(db, [id_], 0)
+    return found[0] if found and found[0].kind not in DERIVED_KINDS else None
 
 
 def _derived_about(db: duckdb.DuckDBPyConnection, id_: str) -> list[tuple[Any, ...]]:
@@ -126,12 +150,12 @@ def _sources(db: duckdb.DuckDBPyConnection, ids: list[str], depth: int) -> list[
     if not ids:
         return []
     rows = db.execute(
-        "SELECT id, kind, ts, project, session_id, payload, caused_by FROM events "
+        "SELECT id, kind, ts, project, session_id, source, payload, caused_by FROM events "
         "WHERE id IN (SELECT unnest(?)) ORDER BY id",
         [ids],
     ).fetchall()
     sources = []
-    for event_id, kind, ts, project, session_id, payload, caused_by in rows:
+    for event_id, kind, ts, project, session_id, by, payload, caused_by in rows:
         said = msgspec.json.decode(payload) if isinstance(payload, str) else {}
         source = Source(
             event_id=event_id,
@@ -139,6 +163,7 @@ def _sources(db: duckdb.DuckDBPyConnection, ids: list[str], depth: int) -> list[
             ts=ts,
             project=project,
             session_id=session_id,
+            by=by,
             excerpt=_excerpt(kind, said),
         )
         if kind in DERIVED_KINDS:
@@ -158,7 +183,9 @@ def _excerpt(kind: str, said: dict[str, Any]) -> str:
         given = given if isinstance(given, dict) else {}
         detail = next((str(given[k]) for k in ("command", "file_path", "pattern", "url") if given.get(k)), "")
         return _cut(f"{tool} {detail}".strip())
-    return _cut(next((str(said[k]) for k in ("description", "reason", "title", "name") if said.get(k)), ""))
+    return _cut(
+        next((str(said[k]) for k in ("text", "description", "reason", "title", "name") if said.get(k)), "")
+    )
 
 
 def _cut(text: str) -> str:
@@ -187,7 +214,10 @@ def _render(answer: Why) -> None:
     for name, value in answer.details.items():
         shown = value.isoformat(sep=" ", timespec="seconds") if isinstance(value, datetime) else value
         out.print(f"  [dim]{name}:[/dim] {_cut(str(shown))}", highlight=False)
-    if not answer.derivations:
+    if answer.recorded:
+        out.print("\n[bold]recorded as it is, not derived[/bold]", highlight=False)
+        _render_sources([answer.recorded], "  ")
+    elif not answer.derivations:
         out.print("  no derived event names it (made before provenance was kept?)")
     for derivation in answer.derivations:
         when = derivation.ts.isoformat(sep=" ", timespec="seconds")
@@ -197,11 +227,20 @@ def _render(answer: Why) -> None:
         _render_sources(derivation.caused_by, "  ")
 
 
+_BY = {
+    kinds.SOURCE_CLI: "the command line (reverie remember)",
+    kinds.SOURCE_MCP: "the MCP server (memory_remember)",
+    kinds.SOURCE_CLAUDE_CODE: "Claude Code's hooks",
+    kinds.SOURCE_IMPORT: "reverie import",
+}
+
+
 def _render_sources(sources: list[Source], indent: str) -> None:
     for source in sources:
         when = source.ts.isoformat(sep=" ", timespec="seconds")
         session = f" session {source.session_id}" if source.session_id else ""
-        out.print(f"{indent}from {source.kind} {source.event_id} at {when}{session}", highlight=False)
+        by = f", recorded by {_BY.get(source.by, source.by)}" if source.by else ""
+        out.print(f"{indent}from {source.kind} {source.event_id} at {when}{session}{by}", highlight=False)
         if source.excerpt:
             out.print(f"{indent}  “{source.excerpt}”", markup=False, highlight=False)
         if source.transcript:

@@ -33,7 +33,7 @@ def recall(request: RecallRequest, fmt: str, explain: bool) -> int:
     if fmt == "json":
         out.print_json(msgspec.json.encode(found).decode())
         return 0
-    columns = ["#", "score", "kind", "when", "memory", "found by"]
+    columns = ["#", "score", "kind", "when", "memory", "found by", "id"]
     if explain:
         columns[2:2] = ["relevance", "components", "activation", "retrievability", "recency", "confidence"]
     rows = []
@@ -45,6 +45,7 @@ def recall(request: RecallRequest, fmt: str, explain: bool) -> int:
             f"{r.ts:%Y-%m-%d %H:%M}" if r.ts else "",
             _short(r.text),
             ", ".join([*r.sources, *(["cross-validated"] if r.cross_validated else [])]),
+            r.memory_id,
         ]
         if explain:
             row[2:2] = [

@@ -12,7 +12,7 @@ import msgspec
 
 from ingest.emit import append, encode
 from ingest.project import place_of
-from ingest.spool import spool_event
+from ingest.spool import SUFFIX, spool_event
 from schemas import kinds
 from schemas.categories import Outcome, RememberedCategory, detect_category
 from schemas.observed import MemoryForgotten, MemoryRemembered
@@ -76,32 +76,46 @@ def remember(
 
 
 def forget(settings: Settings, memory_id: str, reason: str, *, project: str, source: str) -> Recorded:
-    """Record that the memory `memory_id` is to be forgotten, and why."""
-    if not memory_id.strip():
+    """Record that the memory `memory_id` is to be forgotten, and why. ValueError if no memory
+    has that id, or none this project sees."""
+    memory_id = memory_id.strip()
+    if not memory_id:
         raise ValueError("which memory? give the id recall shows for it")
-    _held_here(settings, memory_id.strip(), project)
-    payload = MemoryForgotten(memory_id=memory_id.strip(), reason=reason.strip() or "no reason given")
+    _known_here(settings, memory_id, project)
+    payload = MemoryForgotten(memory_id=memory_id, reason=reason.strip() or "no reason given")
     event_id, data = encode(kinds.MEMORY_FORGOTTEN, payload, project=project, source=source)
     return Recorded(event_id, deliver(settings, event_id, data), project)
 
 
-def _held_here(settings: Settings, memory_id: str, project: str) -> None:
-    """ValueError if the newest snapshot knows the memory, but not in `project` nor everywhere.
-    One it does not know yet (remembered a moment ago) is taken on trust: a project's request
-    never hides another project's memory anyway (the view memory_texts)."""
+def _known_here(settings: Settings, memory_id: str, project: str) -> None:
+    """ValueError unless `memory_id` names a memory `project` sees (its own, or one that holds
+    everywhere) in the newest snapshot, or one forgotten already, or an event the snapshot does
+    not hold yet (remembered a moment ago: in the log, or spooled while the stack is down); a
+    project's request never hides another project's memory anyway (the view memory_texts).
+    Costs a read of the snapshot and of the log's ids."""
     from projections.sql import NoSnapshot, connect
 
     try:
         db = connect(settings, snapshot_required=True)
     except NoSnapshot:
-        return
+        db = connect(settings)
     try:
         query = "SELECT project FROM memory_texts WHERE memory_id = $id"
         holders = [row[0] for row in db.execute(query, {"id": memory_id}).fetchall()]
+        if holders and not any(holder in (None, project) for holder in holders):
+            raise ValueError(f"no memory has the id {memory_id!r} in this project ({project})")
+        known = (
+            holders
+            or db.execute(
+                "SELECT 1 FROM forgotten WHERE memory_id = $id UNION ALL SELECT 1 FROM events WHERE id = $id",
+                {"id": memory_id},
+            ).fetchall()
+        )
     finally:
         db.close()
-    if holders and not any(holder in (None, project) for holder in holders):
-        raise ValueError(f"no memory has the id {memory_id!r} in this project ({project})")
+    spooled = "/" not in memory_id and os.path.exists(os.path.join(settings.spool_dir, memory_id + SUFFIX))
+    if not known and not spooled:
+        raise ValueError(f"no memory has the id {memory_id!r}: `reverie recall QUERY` shows each memory's id")
 
 
 def deliver(settings: Settings, event_id: str, data: bytes) -> str:

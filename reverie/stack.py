@@ -174,6 +174,8 @@ def _health(health: dict[str, Any]) -> str:
 
 
 def _shown(value: Any) -> str:
+    if value is None:  # a ratio or a mean over nothing
+        return "n/a"
     if isinstance(value, float):
         return f"{value:.3g}"
     if isinstance(value, dict):

@@ -40,6 +40,9 @@ class RecallRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     hook: str | None = None  # UserPromptSubmit, SessionStart, SubagentStart; Stop, PreCompact (a manifest)
     source: str | None = None  # SessionStart's: startup, resume, clear, compact
     transcript_bytes: int | None = None  # how full the context is
+    # Stop's: the agent's last message (redacted and cut as its event's), whose next steps the
+    # manifest keeps: the snapshot does not know it yet
+    last_message: str | None = None
     # how long the asker waits for the answer, in seconds: past it the service drops the request
     deadline_s: float | None = None
 

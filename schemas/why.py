@@ -2,7 +2,9 @@
 
 A fact, an entity or an episode was made by derived events; each names the events it came
 from (`caused_by`), down to what a hook or the import observed, and where Claude Code's
-transcript records it (its file and line).
+transcript records it (its file and line). A memory no worker derived (remembered, a prompt,
+a message) is an observed event itself: the answer names that event, who recorded it and
+where.
 """
 
 from datetime import datetime
@@ -21,6 +23,7 @@ class Source(msgspec.Struct, kw_only=True):
     ts: datetime
     project: str
     session_id: str | None = None
+    by: str | None = None  # who recorded it: claude-code (a hook), import, cli, mcp, worker
     excerpt: str = ""  # what it says, in a line
     transcript: str | None = None
     line: int | None = None
@@ -44,3 +47,6 @@ class Why(msgspec.Struct, kw_only=True):
     title: str
     details: dict[str, Any] = {}  # the thing as memory holds it now
     derivations: list[Derivation] = []
+    # the event that is the memory itself, when no worker derived it: what `reverie remember` or
+    # the MCP server recorded, a prompt, an agent's message
+    recorded: Source | None = None

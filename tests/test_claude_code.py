@@ -7,8 +7,17 @@ makes on its own (a title, a check) get a plain answer. What the agent sees is w
 the tests read the requests Claude Code sent the model.
 """
 
+import fcntl
 import json
+import os
+import pty
+import re
+import select
+import signal
+import struct
 import subprocess
+import termios
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +28,7 @@ from ingest.context import context_for
 from reverie.testing import Block, FakeMessagesAPI, said, text_block, tool_results, tool_use
 from schemas import kinds
 from schemas.settings import Settings
-from tests.conftest import REVERIE, Stack, wait_for
+from tests.conftest import BIN, REVERIE, Stack, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -246,6 +255,81 @@ def test_the_plugin_from_reveries_own_marketplace_records_and_brings_its_command
     code.prompt("/reverie:remember --failed Offset pagination timed out on big tables")
     [expanded] = code.requests_with("Remember this with reverie's `memory_remember` tool")[:1]
     assert "--failed Offset pagination timed out on big tables" in said(expanded)
+
+
+def readme_plugin_install() -> tuple[list[str], str, str]:
+    """The README's plugin commands, the question it says `claude plugin install` asks, and the
+    flag it says accepts the command outside a terminal."""
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    after = text.split("Or take reverie as a plugin", 1)[1]
+    [block] = re.findall(r"```sh\n(.*?)```", after, re.DOTALL)[:1]
+    prose = after.split("```", 2)[2].strip().split("\n\n", 1)[0]
+    asked = re.search(r"asks `([^`]+)`", prose)
+    flag = re.search(r"told\s+`(--[a-z-]+)`", prose)
+    assert asked and flag, "the README says neither what the install asks nor how a script accepts it"
+    return block.splitlines(), " ".join(asked.group(1).split()), flag.group(1)
+
+
+def test_the_readme_says_what_the_plugin_install_asks_and_how_a_script_accepts_it(
+    claude: str, env: dict[str, str], tmp_path: Path, model: FakeMessagesAPI
+) -> None:
+    (add, install), asked, flag = readme_plugin_install()
+    home, project = scratch(tmp_path)
+    code = Claude(claude, home, project, env, model)
+
+    def typed(line: str) -> list[str]:
+        """`line` as the user types it: this claude, this reverie."""
+        return [
+            "bash",
+            "-c",
+            line.replace("claude ", f"'{claude}' ", 1).replace(".venv/bin/reverie", str(BIN)),
+        ]
+
+    def run(line: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            typed(line), cwd=project, env=code.env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+            timeout=180,
+        )  # fmt: skip
+
+    assert run(add).returncode == 0
+    in_a_script = run(install)
+    assert in_a_script.returncode != 0 and flag in in_a_script.stdout + in_a_script.stderr
+    shown = shown_in_a_terminal(typed(install), asked.encode(), cwd=project, env=code.env)
+    assert asked.encode() in shown  # the question, as a person sees it (left unanswered)
+    assert "✔ enabled" not in code.run("plugin", "list").stdout
+    accepted = run(f"{install} {flag}")
+    assert accepted.returncode == 0, accepted.stdout + accepted.stderr
+    assert "✔ enabled" in code.run("plugin", "list").stdout
+
+
+def shown_in_a_terminal(command: list[str], question: bytes, **popen: Any) -> bytes:
+    """What `command` prints in a terminal (24 x 80) until it asks `question`, or ends; then it
+    is ended unanswered (Claude Code refuses an answer typed ahead of its question)."""
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+    process = subprocess.Popen(
+        command, stdin=follower, stdout=follower, stderr=follower, start_new_session=True, **popen
+    )
+    os.close(follower)
+    shown = b""
+    deadline = time.monotonic() + 120
+    try:
+        while question not in shown and time.monotonic() < deadline:
+            if not select.select([leader], [], [], deadline - time.monotonic())[0]:
+                break
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:  # EIO: the terminal's other end closed, the command ended
+                break
+            if not chunk:
+                break
+            shown += chunk
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)
+        process.wait(60)
+        os.close(leader)
+    return shown
 
 
 def test_a_resumed_session_is_told_where_it_stood(claude_code: Claude, stack: Stack) -> None:

@@ -117,6 +117,39 @@ def test_secrets_in_a_dead_letter_head_are_redacted(home: str) -> None:
     assert "abcdefghijklmnopqrstuvwxyz" not in letter.head
 
 
+@pytest.mark.parametrize(
+    ("raw", "said"),
+    [
+        (b'{"session_id": "a", "prompt": "abc', "Unterminated string"),
+        (b'{"session_id": "a", "prompt": 1', "Expecting ',' delimiter"),
+        (b'{"session_id" 1}', "Expecting ':' delimiter"),
+    ],
+)
+def test_a_payload_cut_off_midway_is_a_dead_letter_that_says_it_is_not_json(
+    env: dict[str, str], home: str, raw: bytes, said: str
+) -> None:
+    """As the real hook runs: no `json` imported, whose errors Python 3.11's `_json` raises."""
+    offline = {**env, **offline_env(home)}
+    assert run_hook(raw, offline, "UserPromptSubmit").returncode == 0
+    [letter] = dead_letters(home)
+    assert letter.reason.startswith(f"not JSON: {said}"), letter.reason
+    assert letter.head == raw.decode()
+
+
+def test_a_secret_in_a_payload_cut_off_midway_is_redacted_in_its_dead_letter(
+    env: dict[str, str], home: str
+) -> None:
+    secret = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+    said = f"use AKIAIOSFODNN7EXAMPLE with secret {secret}, the password is hunter2-Xy9!"
+    raw = f'{{"session_id": "a", "prompt": "{said}'
+    assert run_hook(raw.encode(), {**env, **offline_env(home)}, "UserPromptSubmit").returncode == 0
+    [letter] = dead_letters(home)
+    stored = open(os.path.join(Settings(home).dead_letter_dir, letter.id + ".json")).read()
+    for kept in (secret, "AKIAIOSFODNN7EXAMPLE", "hunter2-Xy9!"):
+        assert kept not in stored
+    assert letter.head.startswith('{"session_id": "a", "prompt": "use [REDACTED:')
+
+
 def test_parse_names_the_problem() -> None:
     try:
         parse_payload(b"NaN", None)

@@ -3,8 +3,12 @@
 import json
 import os
 import random
+import re
+import shutil
 import signal
 import subprocess
+import sys
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -22,7 +26,16 @@ from ingest.redact import redact, redact_text
 from ingest.truncate import cut
 from schemas.kinds import HOOK_KINDS
 from schemas.settings import QUEUE, STREAM, Settings
-from tests.conftest import BIN, RECORDED, TRANSCRIPTS, Stack, fixture_payloads, run_hook, wait_for
+from tests.conftest import (
+    BIN,
+    RECORDED,
+    SHARED,
+    TRANSCRIPTS,
+    Stack,
+    fixture_payloads,
+    run_hook,
+    wait_for,
+)
 from workers.supervisor import running_pid
 
 pytestmark = pytest.mark.integration
@@ -289,6 +302,47 @@ def test_up_detached_status_and_down(env: dict[str, str], settings: Settings) ->
     assert not Path(f"/proc/{server}").exists()
     down_status = subprocess.run([str(BIN), "status", "--json"], env=env, capture_output=True, text=True)
     assert down_status.returncode == 1 and json.loads(down_status.stdout)["reachable"] is False
+
+
+def readme_run_it() -> str:
+    """The README's "Run it" commands as a user pastes them into one shell, but for the set-up
+    of the virtual environment, which this one is."""
+    section = (Path(__file__).resolve().parents[1] / "README.md").read_text().split("## Run it", 1)[1]
+    blocks = re.findall(r"```sh\n(.*?)```", section.split("\n## ", 1)[0], re.DOTALL)
+    first, *rest = [line for block in blocks for line in block.splitlines() if line.strip()]
+    kept = [c for c in first.split(" && ") if not c.startswith(("python3 -m venv", ".venv/bin/pip"))]
+    return "\n".join([" && ".join(kept), *rest])
+
+
+def test_the_readmes_first_commands_keep_the_demo_apart_from_your_memory() -> None:
+    scratch = Path(tempfile.mkdtemp(prefix="rv-"))  # short: the stack's sockets live under it
+    checkout, home = scratch / "reverie", scratch / "home"
+    checkout.mkdir()
+    home.mkdir()
+    (checkout / ".venv").symlink_to(Path(sys.executable).parents[1])
+    (scratch / "shared").symlink_to(SHARED)
+    unset = ("REVERIE_HOME", "REDIS_URL", "XDG_DATA_HOME", "CLAUDE_PROJECT_DIR")
+    env = {k: v for k, v in os.environ.items() if k not in unset} | {"HOME": str(home)}
+    # then what memory the user has, with the demo's REVERIE_HOME unset as the README says
+    mine = '.venv/bin/reverie sql "select count(*) from events" --csv'
+    script = f"set -e\n{readme_run_it()}\necho mine:\n{mine}\n"
+    try:
+        done = subprocess.run(
+            ["bash", "-c", script], cwd=checkout, env=env, capture_output=True, text=True, timeout=600
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "reverie is up" in done.stdout and "reverie stopped" in done.stdout
+        assert done.stdout.split("mine:\n", 1)[1] == "count_star()\n0\n"  # nothing of the demo
+        assert not (home / ".local" / "share" / "reverie" / "events").exists()
+        demo = {**env, "REVERIE_HOME": str(checkout / ".demo")}
+        counted = subprocess.run(
+            [str(BIN), "sql", "select count(distinct session_id) from events", "--csv"],
+            env=demo, capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        assert int(counted.stdout.splitlines()[1]) >= len(list(TRANSCRIPTS.glob("*.jsonl")))
+    finally:
+        subprocess.run([str(BIN), "down"], env={**env, "REVERIE_HOME": str(checkout / ".demo")}, timeout=120)
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def test_sigterm_stops_the_stack_and_all_its_processes(stack: Stack) -> None:

@@ -9,8 +9,10 @@ import time
 import unicodedata
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Literal
 
+import msgspec
 import pytest
 
 from ingest.context import context_for, hook_output
@@ -319,7 +321,7 @@ def test_time_words_bring_the_window_in(recaller: Recaller) -> None:
 def test_recall_from_the_command_line(recaller: Recaller, env: dict[str, str]) -> None:
     env = {**env, "REVERIE_HOME": recaller.memories.settings.home}
     done = subprocess.run(
-        [str(BIN), "recall", "when is the deploy key replaced?", "--json", "--limit", "2"],
+        [str(BIN), "recall", "when is the deploy key replaced?", "--json", "--limit", "2", "--all-projects"],
         env=env,
         capture_output=True,
         text=True,
@@ -330,7 +332,18 @@ def test_recall_from_the_command_line(recaller: Recaller, env: dict[str, str]) -
     assert found["results"][0]["text"] == "the deploy key rotates monthly" and len(found["results"]) <= 2
     assert set(found["results"][0]["components"]) >= {"semantic", "semantic_before", "fulltext", "session"}
     explained = subprocess.run(
-        [str(BIN), "recall", "deploy key", "--explain", "--fusion", "rrf", "--limit", "1"],
+        [
+            str(BIN),
+            "recall",
+            "deploy key",
+            "--explain",
+            "--fusion",
+            "rrf",
+            "--limit",
+            "1",
+            "--project",
+            "-repo",
+        ],
         env={**env, "COLUMNS": "500"},
         capture_output=True,
         text=True,
@@ -342,6 +355,49 @@ def test_recall_from_the_command_line(recaller: Recaller, env: dict[str, str]) -
         [str(BIN), "recall", "x", "--as-of", "last tuesday"], env=env, capture_output=True, text=True
     )
     assert bad.returncode == 1 and "--as-of" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_recall_from_the_command_line_asks_the_current_folders_project_and_shows_ids_at_80_columns(
+    encoder: Encoder, env: dict[str, str], tmp_path: Path
+) -> None:
+    app, other = tmp_path / "app", tmp_path / "other"
+    app.mkdir()
+    other.mkdir()
+    settings = Settings(env["REVERIE_HOME"])
+
+    def remembered(seconds: float, text: str, project: Path, scope: str = "project") -> events.Event:
+        # a session of its own in each project: a session's events are its first project's
+        event = observed(kinds.MEMORY_REMEMBERED, seconds, f"s-{project.name}", text=text, scope=scope)
+        return msgspec.structs.replace(event, project=str(project))
+
+    made = [
+        remembered(10, "the app deploys with kamal", app),
+        remembered(20, "the other project deploys with helm", other),
+        remembered(30, "every project deploys on fridays only", app, "global"),
+    ]
+    folding = Folding(settings)
+    folding.fold(made)
+    folding.close()
+    with lock_vectors(settings):
+        embedder = open_embedder(settings, encoder)
+        sync_once(settings, embedder)
+        embedder.close()
+
+    def recall(*args: str) -> str:
+        done = subprocess.run(
+            [str(BIN), "recall", "how do we deploy?", *args],
+            env={**env, "COLUMNS": "80"}, cwd=app, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert all(len(line) <= 80 for line in done.stdout.splitlines()) and "…" not in done.stdout
+        return done.stdout
+
+    here = recall()
+    assert "kamal" in here and "fridays" in here and "helm" not in here
+    assert made[0].id in here and made[2].id in here  # each memory's id, for why and forget
+    everywhere = recall("--all-projects")
+    assert "kamal" in everywhere and "helm" in everywhere and made[1].id in everywhere
+    assert "helm" in recall("--project", str(other)) and "kamal" not in recall("--project", str(other))
 
 
 def test_the_warm_service_answers_from_memories_embedded_after_it_started(

@@ -3,7 +3,7 @@ import re
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ingest.redact import KINDS, redact, redact_text
@@ -247,6 +247,90 @@ def test_a_url_password_runs_to_the_last_at_sign_before_the_host() -> None:
 )
 def test_commands_and_prose_near_secret_words_are_left_alone(text: str) -> None:
     assert redact_text(text) == text
+
+
+AWS_KEY_ID, AWS_SECRET = "AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"use the AWS key {AWS_KEY_ID} with secret {AWS_SECRET}",
+        f"{AWS_KEY_ID},{AWS_SECRET}",  # a row of the credentials CSV the console gives
+        f"Access key ID: {AWS_KEY_ID}\nSecret: {AWS_SECRET}\n",
+        f"{AWS_SECRET} goes with {AWS_KEY_ID}",
+    ],
+)
+def test_an_aws_secret_key_beside_its_key_id_is_redacted(text: str) -> None:
+    redacted = redact_text(text)
+    assert AWS_SECRET not in redacted and AWS_KEY_ID not in redacted
+    assert "EXAMPLEKEY" not in redacted and "wJalrXUtnFEMI" not in redacted
+
+
+def test_forty_characters_of_base64_far_from_any_key_id_are_kept() -> None:
+    text = f"commit {AWS_SECRET}; " + "x " * 150 + AWS_KEY_ID
+    assert AWS_SECRET in redact_text(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "secret", "kept"),
+    [
+        ("the password is hunter2-Xy9!", "hunter2-Xy9!", "the password is "),
+        ("The password is hunter2-Xy9!. Then deploy.", "hunter2-Xy9!", ". Then deploy."),
+        ('the password is: "Passw0rd!" for now', "Passw0rd!", 'the password is: "'),
+        ("token: \n  9f8e7d6c5b4a3f2e1d0c9b8a", "9f8e7d6c5b4a3f2e1d0c9b8a", "token: "),
+        ("my api key is 3f9a8b7c6d5e4f3a2b1c0d9e, keep it", "3f9a8b7c6d5e4f3a2b1c0d9e", ", keep it"),
+        ("the secret is now x7Kq-29fLmZ", "x7Kq-29fLmZ", "the secret is now "),
+        ("with secret wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "wJalrXUtnFEMI/K7MDENG", "with secret "),
+        ("passwd Zq8#mW2!vT for root", "Zq8#mW2!vT", " for root"),
+        ("le mot de passe est Tr0ub4dor&3", "Tr0ub4dor&3", "le mot de passe est "),
+        ("Mot de passe : Tr0ub4dor&3, merci", "Tr0ub4dor&3", ", merci"),
+    ],
+)
+def test_a_secret_named_in_prose_is_redacted(text: str, secret: str, kept: str) -> None:
+    redacted = redact_text(text)
+    assert secret not in redacted
+    assert kept in redacted and "[REDACTED:" in redacted
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the token budget is 200,000 a day",
+        "the password reset flow sends an email",
+        "the secret sauce is caching",
+        "the secret is out-of-band",
+        "the password is stored in vault",
+        "tokens: 12k/day",
+        "the token is v1.2.3",
+        "/etc/passwd is world-readable",
+        "which token is used? the one in .env",
+        "the api key is in config/settings.py",
+    ],
+)
+def test_prose_near_the_words_that_name_secrets_is_left_alone(text: str) -> None:
+    assert redact_text(text) == text
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            ["secret", "token", "password", "api key", "mot de passe", " is ", " ", ":", "=", "'", ".",
+             "x1Y", "AKIAIOSFODNN7EXAMPLE", "A" * 39, "/", "+", "\\n"]
+        ),
+        min_size=1,
+        max_size=8,
+    ).map("".join)
+)  # fmt: skip
+def test_redaction_stays_linear_on_runs_of_what_names_a_secret(unit: str) -> None:
+    import time
+
+    text = unit * (50_000 // len(unit) + 1)
+    started = time.perf_counter()
+    redact_text(text)
+    # linear is a few ms; a pattern trying the rest of the text at each place takes seconds
+    assert time.perf_counter() - started < 1.0
 
 
 def test_hook_arguments_in_a_dead_letter_are_redacted(tmp_path: pathlib.Path) -> None:

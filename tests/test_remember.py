@@ -1,23 +1,31 @@
 """Remembering and forgetting by hand: categories told from the text, `reverie remember` and
-`reverie forget` with the stack down (nothing lost), and how both fold."""
+`reverie forget` with the stack down (nothing lost), and how both fold; what a new or resumed
+session is told: the project's decisions, each once, and the next steps its agent last named."""
 
 import json
+import os
+import socket
 import subprocess
-from datetime import UTC, datetime
+import threading
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
+from ingest.context import context_for
 from ingest.spool import spooled
 from projections import sql
 from reverie.testing import Folding, make_event
 from schemas import kinds
 from schemas.categories import CATEGORIES, detect_category
 from schemas.events import Event, decode_event
+from schemas.manifest import CompactionManifest, next_steps
 from schemas.observed import MemoryForgotten, MemoryRemembered
+from schemas.recall import RecallRequest
 from schemas.settings import Settings
-from tests.conftest import REVERIE
+from tests.conftest import REVERIE, Stack, run_hook, wait_for
 
 
 @pytest.mark.parametrize(
@@ -51,12 +59,21 @@ def test_remember_and_forget_with_the_stack_down_lose_nothing(env: dict[str, str
     assert (
         "remembered as pagination for every project" in remembered.stderr and "spooled" in remembered.stderr
     )
-    forgotten = subprocess.run(
+    [path] = spooled(Settings(env["REVERIE_HOME"]).spool_dir, 0)
+    memory_id = decode_event(Path(path).read_bytes()).id
+    unknown = subprocess.run(
         [*REVERIE, "forget", "fact:1234", "--reason", "wrong"],
         env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
-    assert forgotten.returncode == 0, forgotten.stderr
+    assert unknown.returncode == 1 and "no memory has the id 'fact:1234'" in unknown.stderr
+    assert "Traceback" not in unknown.stderr
+    forgotten = subprocess.run(
+        [*REVERIE, "forget", memory_id, "--reason", "wrong"],
+        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert forgotten.returncode == 0, forgotten.stderr  # spooled a moment ago: known all the same
     events = [decode_event(Path(p).read_bytes()) for p in spooled(Settings(env["REVERIE_HOME"]).spool_dir, 0)]
+    assert len(events) == 2
     by_kind = {e.kind: e for e in events}
     said = json.loads(bytes(by_kind[kinds.MEMORY_REMEMBERED].payload))
     assert said == {
@@ -65,11 +82,39 @@ def test_remember_and_forget_with_the_stack_down_lose_nothing(env: dict[str, str
     }  # fmt: skip
     assert by_kind[kinds.MEMORY_REMEMBERED].source == "cli"
     assert json.loads(bytes(by_kind[kinds.MEMORY_FORGOTTEN].payload)) == {
-        "memory_id": "fact:1234",
+        "memory_id": memory_id,
         "reason": "wrong",
     }
     empty = subprocess.run([*REVERIE, "remember", "  "], env=env, capture_output=True, text=True, timeout=60)
     assert empty.returncode == 1 and "nothing to remember" in empty.stderr
+
+
+def test_forget_of_an_id_no_memory_has_is_an_error_and_records_nothing(
+    settings: Settings, env: dict[str, str], tmp_path: Path
+) -> None:
+    at = datetime(2026, 11, 1, tzinfo=UTC)
+    kept = MemoryRemembered(text="kestrel is the staging cluster")
+    remembered = make_event(
+        kinds.MEMORY_REMEMBERED, kept, id="01M7" + "0" * 22, ts=at, recorded_at=at, project=str(tmp_path),
+        source="cli",
+    )  # fmt: skip
+    folding = Folding(settings)
+    folding.fold([remembered])
+    folding.close()
+    env = {**env, "REDIS_URL": f"unix://{tmp_path}/nobody-listens.sock"}
+
+    def forget(memory_id: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*REVERIE, "forget", memory_id], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60
+        )
+
+    for unknown in ("01M7" + "9" * 22, "fact:nobody-knows", "01M7"):  # a prefix is no id
+        refused = forget(unknown)
+        assert refused.returncode == 1 and f"no memory has the id {unknown!r}" in refused.stderr
+        assert "reverie recall" in refused.stderr and "Traceback" not in refused.stderr
+    assert spooled(settings.spool_dir, 0) == []
+    assert forget(remembered.id).returncode == 0
+    assert len(spooled(settings.spool_dir, 0)) == 1
 
 
 def test_what_is_remembered_for_every_project_has_none_and_what_is_forgotten_leaves_recall(
@@ -233,13 +278,132 @@ def test_a_new_session_is_told_its_own_projects_decisions_and_those_that_hold_ev
 
 
 def test_the_next_steps_an_agent_says_are_left() -> None:
-    from schemas.manifest import next_steps
-
     said = "Migrated the orders table.\n\n## Next steps\n- add the index\n2. run alembic check\n\nThat's all."
     assert next_steps(said) == ["add the index", "run alembic check"]
     assert next_steps("Done. TODO: wire the retry") == []  # only a line that starts with it announces
     assert next_steps("TODO: wire the retry\n* then the backoff") == ["wire the retry", "then the backoff"]
     assert next_steps(None) == [] and next_steps("All green.") == []
+
+
+LAST_MESSAGES = [
+    (
+        "I've fixed the flaky upload test: it now waits for the server to be ready.\n\n"
+        "**Next steps:**\n1. **Add** the index on orders.created_at, which the report query needs\n"
+        "   (the slow one, 4 s on staging)\n2. Run alembic check before the release\n"
+        "3. Remove the sleep(2) workaround in conftest.py\n\nLet me know if you want me to go on.",
+        [
+            "**Add** the index on orders.created_at, which the report query needs"
+            " (the slow one, 4 s on staging)",
+            "Run alembic check before the release",
+            "Remove the sleep(2) workaround in conftest.py",
+        ],
+    ),
+    (
+        "## Summary\nThe retry now backs off.\n\n## Next steps\n\n- Wire the retry into the client\n"
+        "  - then drop the old loop\n- [x] Write the backoff\n- [ ] Test the jitter\n\n## Notes\nNone.",
+        ["Wire the retry into the client", "then drop the old loop", "Test the jitter"],
+    ),
+    (
+        "The migration ran on staging.\n\nRemaining:\n- deploy to production\n- tell the team in #orders",
+        ["deploy to production", "tell the team in #orders"],
+    ),
+    (
+        "J'ai corrigé le bug de pagination.\n\n### Prochaines étapes :\n1. Ajouter un test de régression\n"
+        "2. Déployer en préproduction",
+        ["Ajouter un test de régression", "Déployer en préproduction"],
+    ),
+    ("## Next steps\nRun the migration, then deploy.\n\nThat is all.", ["Run the migration, then deploy."]),
+    ("Done.\n```python\n# TODO: remove this hack\nx = 1\n```\nAll green.", []),  # code says nothing
+]
+
+
+@pytest.mark.parametrize(("message", "steps"), LAST_MESSAGES, ids=range(len(LAST_MESSAGES)))
+def test_the_next_steps_of_real_looking_last_messages(message: str, steps: list[str]) -> None:
+    assert next_steps(message) == steps
+
+
+def test_the_stop_hook_tells_the_service_its_last_message_redacted(
+    settings: Settings, env: dict[str, str], tmp_path: Path
+) -> None:
+    """The snapshot knows the Stop's message only once it is archived and folded: the hook brings it."""
+    os.makedirs(settings.home, exist_ok=True)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(settings.recall_socket_path)
+    listener.listen()
+    heard: list[bytes] = []
+
+    def listen() -> None:
+        conn, _ = listener.accept()
+        with conn, conn.makefile("rb") as lines:
+            heard.append(lines.readline())
+
+    listening = threading.Thread(target=listen, daemon=True)
+    listening.start()
+    message = "Done.\n\nNext steps:\n1. rotate the key, the password is hunter2-Xy9!\n2. deploy"
+    stop = {"session_id": "s1", "hook_event_name": "Stop", "last_assistant_message": message}
+    try:
+        offline = {**env, "REDIS_URL": f"unix://{tmp_path}/nobody-listens.sock"}
+        assert run_hook(json.dumps(stop).encode(), offline, "Stop").returncode == 0
+        listening.join(30)
+    finally:
+        listener.close()
+    [line] = heard
+    request = msgspec.json.decode(line, type=RecallRequest)
+    assert (request.hook, request.session_id) == ("Stop", "s1")
+    assert request.last_message is not None and "hunter2-Xy9!" not in request.last_message
+    assert next_steps(request.last_message) == [
+        "rotate the key, the password is [REDACTED:prose-secret]",
+        "deploy",
+    ]
+
+
+def test_of_two_manifests_the_next_steps_of_the_newer_message_hold() -> None:
+    at = datetime(2026, 11, 1, tzinfo=UTC)
+
+    def manifest(steps: list[str], said_at: datetime | None) -> CompactionManifest:
+        return CompactionManifest(
+            session_id="s1", project="/app", written_at=at, at="Stop", next_steps=steps, steps_said_at=said_at
+        )
+
+    stopped = manifest(["deploy"], at)  # the Stop hook's own message
+    snapshot = manifest(["older"], at - timedelta(minutes=1))  # the snapshot's, one turn behind
+    assert snapshot.with_fresher_steps(stopped).next_steps == ["deploy"]
+    assert stopped.with_fresher_steps(snapshot).next_steps == ["deploy"]
+    assert manifest([], at + timedelta(minutes=1)).with_fresher_steps(stopped).next_steps == []
+    assert manifest([], None).with_fresher_steps(stopped).next_steps == ["deploy"]  # no message known
+    assert stopped.with_fresher_steps(None) == stopped
+
+
+def test_a_resumed_session_is_told_the_next_steps_its_last_message_named_and_each_decision_once(
+    stack: Stack, env: dict[str, str], settings: Settings, tmp_path: Path
+) -> None:
+    env = {**env, "CLAUDE_PROJECT_DIR": str(tmp_path)}
+
+    def hook(event: str, **payload: Any) -> str:
+        sent = {"session_id": "s1", "hook_event_name": event, "cwd": str(tmp_path), **payload}
+        done = run_hook(json.dumps(sent).encode(), env, event)
+        assert done.returncode == 0
+        return done.stdout.decode()
+
+    hook("UserPromptSubmit", prompt="Let's use PostgreSQL 16 for the orders service.")
+    edited = {"file_path": str(tmp_path / "orders" / "models.py"), "old_string": "a", "new_string": "b"}
+    hook("PostToolUse", tool_name="Edit", tool_input=edited, tool_response={"success": True})
+    starting = {"session_id": "s0", "source": "startup"}  # another session, which the service tells
+    wait_for(
+        lambda: "PostgreSQL 16" in context_for(settings, "SessionStart", starting, str(tmp_path)),
+        timeout=120,
+        what="the decision extracted and known to the recall service",
+    )
+    message, steps = LAST_MESSAGES[0]
+    hook("Stop", last_assistant_message=message)
+    manifest = Path(settings.manifest_path("s1"))
+    wait_for(lambda: manifest.exists() and "alembic" in manifest.read_text(), what="the Stop's manifest")
+
+    told = hook("SessionStart", source="resume")
+    assert "Where this session stood: its next steps" in told
+    for step in steps:
+        assert json.dumps(step)[1:-1] in told, step
+    assert told.count("PostgreSQL 16 for the orders service") == 1
 
 
 def test_projects_are_as_related_as_the_dependencies_and_entities_they_share(settings: Settings) -> None:

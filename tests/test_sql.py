@@ -52,6 +52,44 @@ def test_the_command_prints_json_csv_and_clear_errors(settings: Settings, env: d
     assert "nope" in bad.stderr and "Traceback" not in bad.stderr
 
 
+def test_csv_lines_end_with_a_line_feed(settings: Settings, env: dict[str, str]) -> None:
+    EventLog(settings.event_log_dir).append([decode_event(event("hello")[1])])
+    sql = "select kind, payload->>'prompt' as prompt from events"
+    as_csv = subprocess.run([str(BIN), "sql", sql, "--csv"], env=env, capture_output=True, check=True)
+    assert as_csv.stdout == b"kind,prompt\nprompt.submitted,hello\n"
+
+
+@pytest.mark.parametrize("fmt", ["", "--csv", "--json"])
+def test_sql_into_head_ends_quietly_with_the_status_of_a_writer_cut_off(
+    env: dict[str, str], fmt: str
+) -> None:
+    shell = f"set -o pipefail; '{BIN}' sql 'select * from range(200000)' {fmt} | head -n 1"
+    piped = subprocess.run(["bash", "-c", shell], env=env, capture_output=True, text=True, timeout=120)
+    assert piped.stderr == ""  # no BrokenPipeError, no traceback
+    assert piped.returncode == 128 + 13  # as `yes | head` under pipefail: SIGPIPE's, not an error's
+    assert len(piped.stdout.splitlines()) == 1
+
+
+def test_a_row_too_wide_for_80_columns_prints_as_a_record(settings: Settings, env: dict[str, str]) -> None:
+    [hello] = [decode_event(event("hello [bold]there[/bold] in [/tmp]")[1])]
+    EventLog(settings.event_log_dir).append([hello])
+
+    def sql(query: str) -> list[str]:
+        done = subprocess.run(
+            [str(BIN), "sql", query], env={**env, "COLUMNS": "80"}, capture_output=True, text=True, check=True
+        )
+        return done.stdout.splitlines()
+
+    wide = sql("select * from events")  # eleven columns
+    assert all(len(line) <= 80 for line in wide) and not any("…" in line for line in wide)
+    fields = {line.split()[0]: line.split()[1:] for line in wide[1:-1] if line[:1] != " "}
+    assert fields["id"] == [hello.id] and fields["kind"] == ["prompt.submitted"]
+    assert "hello [bold]there[/bold] in [/tmp]" in " ".join(wide)  # as it is, never read as markup
+    assert wide[0].startswith("record 1 ") and wide[-1] == "1 row"
+    narrow = sql("select kind, count(*) as n from events group by kind")
+    assert any(line.split() == ["│", "prompt.submitted", "│", "1", "│"] for line in narrow)  # a table
+
+
 def test_the_shell_runs_statements_over_lines_and_survives_errors(
     settings: Settings, capsys: "pytest.CaptureFixture[str]"
 ) -> None:

@@ -178,6 +178,18 @@ def test_memory_health_has_horas_eight_metrics(store: Folding, settings: Setting
     assert health["dream_efficiency"] == 0  # no dream yet
 
 
+def test_status_shows_no_ratio_over_nothing(settings: Settings, env: dict[str, str]) -> None:
+    folding = Folding(settings)
+    folding.fold([])  # a snapshot, and no fact, recall or episode yet
+    folding.close()
+    shown = subprocess.run([*REVERIE, "status"], env={**env, "COLUMNS": "80"}, capture_output=True, text=True)
+    health = " ".join(shown.stdout.split("memory health", 1)[1].split())
+    assert "facts 0, duplicate_ratio n/a, embedding_coverage n/a" in health and "None" not in health
+    as_json = subprocess.run([*REVERIE, "status", "--json"], env=env, capture_output=True, text=True)
+    health_json = msgspec.json.decode(as_json.stdout)["memory_health"]
+    assert health_json["facts"] == 0 and health_json["duplicate_ratio"] is None
+
+
 def test_a_failure_recurs_however_each_session_recorded_it(settings: Settings) -> None:
     """Past failures are read as this session's runs are: colours, a stdout/stderr error and a
     failure with no text make no difference, and none of them stops the job."""

@@ -7,11 +7,13 @@ from pathlib import Path
 import fakeredis
 import pytest
 
+from ingest.spool import spooled
 from ingest.transcripts import ImportedEvent, locate, read_transcript
 from reverie.testing import Folding, imported_event, streamed
 from schemas import kinds
+from schemas.events import decode_event
 from schemas.settings import Settings
-from tests.conftest import BIN
+from tests.conftest import BIN, REVERIE
 from workers.jobs import extract_batch
 
 LINES = [
@@ -93,3 +95,34 @@ def test_why_names_what_it_cannot_find(settings: Settings, env: dict[str, str]) 
     unknown = why(env, "fact:nothing")
     assert unknown.returncode == 1 and "no fact, entity, episode" in unknown.stderr
     assert "Traceback" not in unknown.stderr
+
+
+def test_why_explains_a_memory_made_by_reverie_remember(
+    settings: Settings, env: dict[str, str], tmp_path: Path
+) -> None:
+    env = {**env, "REDIS_URL": f"unix://{tmp_path}/nobody-listens.sock"}  # spooled, folded below
+    said = [*REVERIE, "remember", "--category", "deployment", "kestrel is the staging cluster"]
+    remembered = subprocess.run(said, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert remembered.returncode == 0, remembered.stderr
+    [path] = spooled(settings.spool_dir, 0)
+    event = decode_event(Path(path).read_bytes())
+    assert event.id in remembered.stderr  # the id it prints is the memory's
+    folding = Folding(settings)
+    try:
+        folding.fold([event])
+    finally:
+        folding.close()
+
+    shown = why(env, event.id)
+    assert shown.returncode == 0, shown.stderr
+    assert "kestrel is the staging cluster" in shown.stdout and "category: deployment" in shown.stdout
+    assert f"memory.remembered {event.id}" in shown.stdout and "reverie remember" in shown.stdout
+    assert "no derived event names it" not in shown.stdout
+    answer = json.loads(why(env, event.id[:20], "--json").stdout)
+    assert (answer["what"], answer["title"], answer["details"]["category"]) == (
+        "memory", "kestrel is the staging cluster", "deployment",
+    )  # fmt: skip
+    recorded = answer["recorded"]
+    assert (recorded["kind"], recorded["by"], recorded["project"]) == (
+        kinds.MEMORY_REMEMBERED, kinds.SOURCE_CLI, str(tmp_path),
+    )  # fmt: skip

@@ -113,8 +113,12 @@ class RecallService:
         continuity = self.recaller.memories.continuity(request.project, request.session_id)
         if request.source in AFTER and request.session_id:  # the session goes on: where it stood first
             manifest = self._manifest(request, "Stop")
+            written = _read_manifest(self.settings.manifest_path(request.session_id))
             if manifest.is_empty():  # the snapshot does not know it yet (or lost it): what was written
-                manifest = _read_manifest(self.settings.manifest_path(request.session_id)) or manifest
+                manifest = written or manifest
+            manifest = manifest.with_fresher_steps(
+                written
+            )  # the Stop hook's message, newer than the snapshot
             return context.render_continuity(continuity, context.budget("full"), manifest)
         text = context.render_continuity(continuity, context.budget("full"))
         path = self.settings.profile_path(request.project)
@@ -122,16 +126,23 @@ class RecallService:
         return text
 
     def _manifest(self, request: RecallRequest, at: WrittenAt) -> CompactionManifest:
-        found = self.recaller.memories.manifest(request.project, request.session_id or "")
+        """Where the session stands as the snapshot knows it; its next steps from the last message
+        the request brings (Stop's, just said), else from the snapshot's."""
+        memories = self.recaller.memories
+        found = memories.manifest(request.project, request.session_id or "")
+        now = datetime.now(UTC)
+        said = (request.last_message, now) if request.last_message is not None else None
+        said = said or memories.last_message(request.project, request.session_id or "")
         return CompactionManifest(
             session_id=request.session_id or "",
             project=request.project or "",
-            written_at=datetime.now(UTC),
+            written_at=now,
             at=at,
             key_decisions=found["key_decisions"],
             files_touched=found["files_touched"],
             blockers=found["blockers"],
-            next_steps=next_steps(found["last_message"][0] if found["last_message"] else None),
+            next_steps=next_steps(said[0]) if said else [],
+            steps_said_at=said[1] if said else None,
         )
 
     def _write_manifest(self, request: RecallRequest) -> None:
@@ -139,8 +150,9 @@ class RecallService:
         if not request.session_id:
             return
         at: WrittenAt = "PreCompact" if request.hook == "PreCompact" else "Stop"
-        manifest = self._manifest(request, at)
         path = self.settings.manifest_path(request.session_id)
+        # PreCompact brings no message: the steps an earlier Stop kept stay if they are newer
+        manifest = self._manifest(request, at).with_fresher_steps(_read_manifest(path))
         write_durably(os.path.dirname(path), os.path.basename(path), msgspec.json.encode(manifest))
 
     def _feed_back(self, request: RecallRequest, query: str, results: list[tuple[str, float]]) -> None:

@@ -102,9 +102,21 @@ def render_continuity(
         ("Recurring failures", continuity.failures),
     ]
     return _fence(
-        [(title, ["- " + escape(_flat(item, 800)) for item in items]) for title, items in sections],
+        [(title, ["- " + escape(_flat(item, 800)) for item in items]) for title, items in _once(sections)],
         limit_chars,
     )
+
+
+def _once(sections: list[tuple[str, list[str]]]) -> list[tuple[str, list[str]]]:
+    """Each item under the first title that has it: the manifest's key decisions, say, are the
+    project's, which the sections after it list again."""
+    seen: set[str] = set()
+    kept = []
+    for title, items in sections:
+        new = [item for item in items if " ".join(item.split()).lower() not in seen]
+        seen.update(" ".join(item.split()).lower() for item in new)
+        kept.append((title, new))
+    return kept
 
 
 def render_agent_memories(agent: str, memories: list[str], limit_chars: int) -> str:

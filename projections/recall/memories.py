@@ -177,21 +177,23 @@ ORDER BY r.ts DESC LIMIT $limit
 """
 
 
-_MANIFEST = {
-    "key_decisions": """
-        SELECT description FROM facts_current
+# the project's last decisions, each once however often it was stated (in as many facts)
+_DECISIONS = """
+        SELECT arg_max(description, valid_at) FROM facts_current
         WHERE category = 'decisions' AND (project = $project OR scope = 'global')
-        ORDER BY created_at DESC LIMIT 5""",
+        GROUP BY lower(trim(description)) ORDER BY max(valid_at) DESC, min(fact_id) LIMIT 5"""
+_MANIFEST = {
+    "key_decisions": _DECISIONS,
     "files_touched": """
         SELECT file FROM (SELECT unnest(files_touched) AS file, ts FROM tool_uses WHERE session_id = $session)
         GROUP BY file ORDER BY max(ts) DESC LIMIT 20""",
     "blockers": """
         SELECT tool || ': ' || left(error, 200) FROM errors WHERE session_id = $session
         ORDER BY ts DESC LIMIT 3""",
-    "last_message": """
-        SELECT text FROM messages WHERE session_id = $session AND project = $project
-        ORDER BY ts DESC LIMIT 1""",
 }
+_LAST_MESSAGE = """
+SELECT text, ts FROM messages WHERE session_id = $session AND project = $project AND text IS NOT NULL
+ORDER BY ts DESC LIMIT 1"""
 
 
 class Continuity(msgspec.Struct, frozen=True):
@@ -213,10 +215,7 @@ _CONTINUITY = {
             (SELECT text FROM messages m WHERE m.session_id = s.session_id ORDER BY ts DESC LIMIT 1))
         FROM sessions s WHERE s.project = $project AND s.session_id <> $session
         ORDER BY s.last_event_at DESC LIMIT 1""",
-    "decisions": """
-        SELECT description FROM facts_current
-        WHERE category = 'decisions' AND (project = $project OR scope = 'global')
-        ORDER BY valid_at DESC, fact_id LIMIT 5""",
+    "decisions": _DECISIONS,
     "files": """
         SELECT file FROM (SELECT unnest(files_touched) AS file, ts FROM tool_uses WHERE project = $project)
         GROUP BY file ORDER BY max(ts) DESC LIMIT 20""",
@@ -353,8 +352,13 @@ class Memories:
 
     def manifest(self, project: str | None, session_id: str) -> dict[str, list[str]]:
         """What a compaction manifest holds of `session_id`, as far as the snapshot knows it:
-        key_decisions, files_touched, blockers, and the agent's last message (one, or none)."""
+        key_decisions, files_touched, blockers."""
         return {name: self._values(query, project, session_id) for name, query in _MANIFEST.items()}
+
+    def last_message(self, project: str | None, session_id: str) -> tuple[str, datetime] | None:
+        """The agent's last message in `session_id` as far as the snapshot knows, and when."""
+        found = self.db().execute(_LAST_MESSAGE, {"project": project, "session": session_id}).fetchone()
+        return (found[0], found[1]) if found else None
 
     def _values(self, query: str, project: str | None, session_id: str) -> list[str]:
         """The first column of `query`, given those of $project and $session it names."""
