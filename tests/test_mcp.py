@@ -198,6 +198,11 @@ def test_reflection_reads_a_choice_by_meaning_and_is_given_only_to_whoever_asks(
         done = run_hook(json.dumps(payload).encode(), here)
         return str(json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]) if done.stdout else ""
 
-    wait_for(lambda: "PostgreSQL" in context("which database does the app store its data in?"), timeout=60)
-    for unrelated in ("which database does the app store its data in?", "explain python decorators"):
-        assert "reverie's opinion" not in context(unrelated)  # an answer to whoever asked, no fact
+    told = wait_for(
+        lambda: (c := context("which database do we use?")) and "PostgreSQL" in c and c, timeout=60
+    )
+    assert "reverie's opinion" not in told  # an answer to whoever asked, not a fact for every prompt
+    assert context("explain python decorators") == ""
+    asked_again = wait_for(lambda: (c := context(asked)) and "reverie's opinion" in c and c, timeout=60)
+    facts, reflection = asked_again.index("## Facts\n- "), asked_again.index("## reverie's own reflection")
+    assert facts < reflection  # the evidence first; the opinion after it, labelled as reverie's

@@ -26,8 +26,8 @@ matters; nothing when nothing in memory answers the prompt.
 6. **A handful.** At most `MAX_ITEMS` items (Baddeley's chunks of working memory).
 
 Opinions are reverie's own answers to a question someone asked (`reverie reflect`): they are
-shown only for a prompt near that question (`OPINION_FLOOR`), and labelled as reflection
-(projections/recall/context.py).
+shown only for a prompt near that question (`OPINION_FLOOR`), after everything else, and
+labelled as reflection (projections/recall/context.py).
 """
 
 import re
@@ -126,10 +126,15 @@ def _ranked(found: Sequence[Scored], names: list[re.Pattern[str]], asked: frozen
         return []
     # a fact drawn from one turn stands for it (an LLM's fact names its batch's ends, not a turn)
     drawn = {m.derived_from[0] for m in near if m.kind == "fact" and len(m.derived_from) == 1}
-    return sorted(
-        (m for m in near if not (m.kind in RAW and m.memory_id in drawn)),
-        key=lambda m: -m.score * (RAW_WEIGHT if m.kind in RAW else 1.0),
-    )
+    return sorted((m for m in near if not (m.kind in RAW and m.memory_id in drawn)), key=_rank)
+
+
+def _rank(memory: Scored) -> float:
+    """The block's order: the distilled first, then the raw chat, reverie's own reflection last
+    (an opinion quotes its evidence: after the evidence, it says only what it concluded)."""
+    if memory.kind in REFLECTION:
+        return 1 - memory.score
+    return -memory.score * (RAW_WEIGHT if memory.kind in RAW else 1.0)
 
 
 def _nearest(memory: Scored, chunks: list[tuple[str, Vector]], query: Vector) -> Scored:

@@ -29,7 +29,8 @@ from workers.extraction.tool_uses import tool_uses
 _FIRST_SENTENCE = re.compile(r"^.{8,160}?(?:[.!?](?=\s|$)|\n|$)", re.S)
 _INTENT = re.compile(r"Primary Request and Intent:\s*\n\s*(?:[-*]\s*)?(?P<intent>[^\n]{20,})")
 _EDITS = {"Edit", "Write", "MultiEdit", "NotebookEdit"}
-_LISTED = 5  # commits and files named in the summary
+_LISTED = 5  # commits named in the summary
+_FILES = 30  # files named in it
 _WORDS_MAX = 300
 _HEADING = re.compile(r"#{1,6} [^\n]*")
 
@@ -127,8 +128,9 @@ def _episode(session_id: str, session: list[Event]) -> Drawn | None:
     lines = [f"Goal: {_intent(session) or goal}"]
     if taken:
         lines.append("Commits: " + _listed([c.subject for c in taken], "; "))
-    if edited:
-        lines.append("Files changed: " + _listed(edited, ", "))
+    if edited:  # a line each, as they were named: what a later question about a file finds
+        lines += ["Files changed:", *(f"- {path}" for path in edited[:_FILES])]
+        lines += [f"- and {len(edited) - _FILES} more"] if len(edited) > _FILES else []
     if errors:
         lines.append(f"Errors met: {len(errors)}, {len(unsolved)} left unresolved")
     if ended := _last_words(session):

@@ -43,12 +43,19 @@ _FAILED_OUTPUT = re.compile(
 # the lines that name an error, best first: an exception, a checker's tagged finding, a
 # compiler's or git's error, a test that failed, any line that says something failed
 _ERROR_LINES = [
-    re.compile(r"^(?:\*\* \(\w+\)|(?!Error: )[\w.]*(?:Error|Exception)\b)"),
+    re.compile(r"^\[?(?:\*\* \(\w+\)|(?!Error: )[\w.]*(?:Error|Exception)\b)"),  # [TypeError: ...] too
     re.compile(r"^\[[A-Z]{1,12}\] \S"),
     re.compile(r"^\[[A-Z]{2,12}\]$"),  # a checker's name alone: [DIALYZER]
     re.compile(r"^(?:error(?:\[\w+\])?:|fatal:|FAILED )", re.IGNORECASE),
-    re.compile(r"\b(?:failed|failure|not found|denied|refused|timed out|undefined|cannot)\b", re.IGNORECASE),
+    re.compile(
+        r"\b(?:failed|failure|not found|denied|refused|timed out|undefined|cannot|error occurred)\b",
+        re.IGNORECASE,
+    ),
 ]
+_FEEDERS = frozenset(["yes", "echo", "printf", "cat"])  # what only feeds a program its input
+_FILTERS = frozenset(
+    ["tail", "head", "grep", "less", "more", "tee", "sort", "uniq", "wc", "cut", "awk", "sed"]
+)
 _LINE_LEAD = re.compile(r"^[^\w\[*(]*(?:E\s{2,})?")  # indentation, box drawing, arrows, pytest's "E   "
 _EXIT_CODE = re.compile(r"^(?:Error: )?Exit code \d+\s*", re.IGNORECASE)
 _PLACEHOLDERS = [
@@ -96,15 +103,33 @@ def command_key(command: str) -> str:
     first_line = command.strip().split("\n", 1)[0]  # what follows is a heredoc's or a script's
     stages = [s.strip() for s in re.split(r"&&|\|\||;", first_line) if s.strip()]
     for stage in reversed(stages):
-        words = _words(stage.split("|")[0])
+        words = _words(_fed(stage))
         while words and ("=" in words[0] or words[0] in _RUNNERS or words[0] in _RUNNER_VERBS):
             words = words[1:]
         if not words or words[0] in ("cd", "echo", "export", "source", "."):
             continue
-        program = words[0].rsplit("/", 1)[-1]
+        program = _unversioned(words[0].rsplit("/", 1)[-1])
         rest = [w for w in words[1:] if not w.startswith("-")]
         return f"{program} {rest[0]}" if program in _SUBCOMMANDED and rest else program
     return ""
+
+
+def _unversioned(program: str) -> str:
+    """A program as npx names it, without the version asked for: `create-next-app@latest`."""
+    name, _, _ = program[1:].partition("@")
+    return program[0] + name if program else program
+
+
+def _fed(stage: str) -> str:
+    """The command of a pipeline stage that runs it: its first, unless that only feeds the next
+    (`yes "" | npx create-next-app ...`, `echo y | apt install ...`) one that is no filter."""
+    piped = [p.strip() for p in stage.split("|")]
+    feeding = _words(piped[0])[:1]
+    if len(piped) > 1 and feeding and feeding[0] in _FEEDERS:
+        after = _words(piped[1])[:1]
+        if after and after[0] not in _FILTERS:
+            return piped[1]
+    return piped[0]
 
 
 def _words(stage: str) -> list[str]:
