@@ -489,7 +489,8 @@ def test_the_stack_embeds_what_it_projects(stack: Stack, env: dict[str, str]) ->
     def all_embedded() -> bool:
         [(submitted, projected, covered)] = stack.query(
             "select (select count(*) from events where kind = 'prompt.submitted'), "
-            "(select count(*) from prompts), embedding_coverage from memory_health"
+            "(select count(*) from prompts) + (select count(*) from harness_messages), embedding_coverage "
+            "from memory_health"
         )
         return bool(submitted and projected == submitted and covered == 1.0)
 

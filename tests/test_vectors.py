@@ -106,6 +106,8 @@ def test_every_memory_has_its_vectors_and_every_vector_its_memory(
     assert kinds_in == {
         "prompt",
         "message",
+        "summary",  # a compaction agent's last words
+        "task",  # a prompt to a subagent
         "remembered",
         "fact",
         "episode",
@@ -221,7 +223,10 @@ def test_search_finds_by_meaning_and_by_exact_words(
     assert embedder.vectors.nearest(key, 1)["text"].to_pylist() == ["the deploy key rotates monthly"]
     slow = encoder.encode(["tests are slow"])[0].tolist()
     found = embedder.vectors.hybrid("monthly", slow, 2)["text"].to_pylist()
-    assert set(found) == {"the deploy key rotates monthly", "tests are slow"}
+    assert set(found) == {
+        "the deploy key rotates monthly",
+        "Observation reverie formed (confidence 1.0): tests are slow",
+    }
 
 
 def cached_memories(embedder: Embedder, n: int) -> tuple[list[str], np.ndarray[Any, Any]]:
