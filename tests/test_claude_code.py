@@ -174,6 +174,12 @@ def test_a_later_session_is_told_what_an_earlier_one_taught(claude_code: Claude,
         timeout=120,
         what="the first session's prompt to be recallable",
     )
+    began = {"session_id": "later", "source": "startup"}
+    wait_for(
+        lambda: "PostgreSQL" in context_for(settings, "SessionStart", began, str(claude_code.project)),
+        timeout=120,
+        what="the first session to be what a new one is told",
+    )
     claude_code.prompt("Which database does the orders service use?")
     [request] = [
         r for r in claude_code.requests_with("Which database does the orders service use?") if r.get("tools")
