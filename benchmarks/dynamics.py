@@ -37,8 +37,8 @@ from reverie.testing import Folding, event_at
 from schemas import kinds, memory
 from schemas.events import Event
 from schemas.settings import QUEUE, Settings
-from workers.dynamics.jobs import think_dream, think_lifecycle
 from workers.redis_client import connect, is_up
+from workers.thinking import runner
 
 PROJECT = "/bench/app"
 DIM = 384
@@ -47,7 +47,7 @@ DIM = 384
 def measured(job: str) -> dict[str, Any]:
     """Run one job in this work horse; what it emitted, its wall and CPU time, its peak RSS."""
     started, cpu = time.perf_counter(), time.process_time()
-    emitted = {"lifecycle": think_lifecycle, "dream": think_dream}[job]()
+    emitted = runner.run(job)
     return {
         "job": job,
         "emitted": emitted,

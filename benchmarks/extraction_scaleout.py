@@ -39,9 +39,10 @@ from ingest.emit import append  # noqa: E402
 from ingest.transcripts import ImportedEvent, find_transcripts, read_transcript  # noqa: E402
 from reverie.testing import imported_event  # noqa: E402
 from schemas.settings import QUEUE, Settings  # noqa: E402
-from workers.jobs import enqueue_episode  # noqa: E402
 from workers.redis_client import connect  # noqa: E402
 from workers.status import stack_status  # noqa: E402
+from workers.thinking import runner  # noqa: E402
+from workers.thinking.registry import named  # noqa: E402
 
 REVERIE = os.path.join(os.path.dirname(sys.executable), "reverie")
 PROJECT_DIR = "/bench/e2e"
@@ -78,7 +79,7 @@ def round_of(workers: int, events: list[Any], settings: Settings, env: dict[str,
             append(client, encoded[at : at + 2_000])
         wait_for("the events archived", lambda: stack_status(settings).archived >= len(events), 600, 0.2)
         for session in sorted({e.session_id for e in events if e.session_id}):
-            enqueue_episode(queue, settings.event_log_dir, session)
+            runner.enqueue(queue, named("episodes"), runner.Session(session))
         running = StartedJobRegistry(queue=queue)
         wait_for("every job done", lambda: queue.count == 0 and running.count == 0, 1_800, 0.2)
         extracted_s = time.perf_counter() - started

@@ -7,7 +7,7 @@ import typing
 from schemas.categories import CATEGORIES
 from schemas.kinds import HOOK_KINDS
 from schemas.memory import Category
-from workers.dynamics import SCHEDULED
+from workers.thinking.registry import scheduled
 
 FACT_CATEGORIES: tuple[str, ...] = typing.get_args(Category)
 
@@ -284,18 +284,16 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser(
         "scheduler", help="(Procfile) enqueue memory's scheduled jobs at their intervals (RQ's cron)"
     )
+    jobs = [follower for follower, _ in scheduled()]
     think = sub.add_parser(
         "think",
-        help="run memory's scheduled jobs now: lifecycle, dream, communities, decay",
-        description="Each runs every 6 hours anyway (`reverie scheduler`, RQ's cron). The lifecycle "
-        "promotes facts used in 3+ sessions to long-term memory and archives sessions idle for 30 days; "
-        "decay orders memories and hides none. The dream cycle consolidates the last 7 days' episodes "
-        "(a duplicate leaves recall, pointing to the fact kept). Communities group entities "
-        "by label propagation. Decay judges each recall (used or not), which FSRS stability follows. "
-        "Each derives events, the same ones however often it runs.",
+        help=f"run memory's scheduled jobs now: {', '.join(f.name for f in jobs)}",
+        description="Each runs every 6 hours anyway (`reverie scheduler`, RQ's cron). "
+        + " ".join(f"{f.name.capitalize()} {f.about}." for f in jobs)
+        + " Each derives events, the same ones however often it runs.",
     )
     think.add_argument(
-        "job", nargs="?", choices=[*SCHEDULED, "all"], default="all", help="which (default: all)"
+        "job", nargs="?", choices=[*(f.name for f in jobs), "all"], default="all", help="which (default: all)"
     )
     think.add_argument(
         "--now", action="store_true", help="run in this process instead of waiting for a worker to run it"

@@ -16,9 +16,10 @@ from projections.sql import query
 from reverie.console import fail, out, print_rows, progress_bar, warn_quarantined
 from schemas.kinds import PROJECT_IDENTIFIED, SOURCE_IMPORT
 from schemas.settings import QUEUE, Settings
-from workers.jobs import enqueue_episode
 from workers.redis_client import connect
 from workers.status import stack_status
+from workers.thinking import runner
+from workers.thinking.registry import named
 
 
 def import_transcripts(paths: list[str], wait: bool = True) -> int:
@@ -82,7 +83,7 @@ def import_transcripts(paths: list[str], wait: bool = True) -> int:
         return fail("the dispatcher has not archived everything yet; see `reverie status`")
     queue = Queue(QUEUE, connection=client)  # a transcript is a finished session: its episode
     for session_id in sorted(imported - {""}):
-        enqueue_episode(queue, settings.event_log_dir, session_id)
+        runner.enqueue(queue, named("episodes"), runner.Session(session_id))
     if wait:
         _summary(settings)
     return 0

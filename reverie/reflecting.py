@@ -72,7 +72,7 @@ def reflection(
 def _worded(
     settings: Settings, formed: Reflection, shaped: Disposition, known: "_Known", project: str
 ) -> Reflection:
-    from workers.extraction.llm.config import BadSettings, llm_settings
+    from workers.llm.config import BadSettings, llm_settings
 
     try:
         llm = llm_settings(settings)

@@ -16,8 +16,8 @@ from schemas.settings import Settings
 
 if TYPE_CHECKING:
     from projections.event_log import Quarantined
-    from workers.dynamics.schedule import JobState
     from workers.status import StackStatus
+    from workers.thinking.schedule import JobState
 
 BACKGROUND_NICENESS = 10  # the projector's, the embedder's and the RQ workers' (see _in_background)
 
@@ -384,8 +384,8 @@ def _identify_recorded(settings: Settings) -> None:
 
 
 def scheduler() -> int:
-    from workers.dynamics.schedule import run_scheduler
     from workers.logs import configure_logging
+    from workers.thinking.schedule import run_scheduler
 
     configure_logging(json=True)
     return run_scheduler(Settings.from_env())

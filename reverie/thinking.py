@@ -1,4 +1,4 @@
-"""`reverie think`: run memory's scheduled jobs on demand (lifecycle, dream, communities, decay).
+"""`reverie think`: run the scheduled thinking workers on demand (workers/thinking/registry.py).
 
 By default each job goes on the queue, as the scheduler would put it, and this waits for a
 worker to run it; `--now` runs it in this process (it needs no worker, only the stack's
@@ -11,8 +11,9 @@ from rq.results import Result
 
 from reverie.console import fail, out, progress_bar
 from schemas.settings import QUEUE, Settings
-from workers.dynamics.schedule import SCHEDULE, Scheduled
 from workers.redis_client import connect, is_up
+from workers.thinking.follower import Follower
+from workers.thinking.registry import scheduled
 
 
 def think(name: str, here: bool) -> int:
@@ -20,12 +21,12 @@ def think(name: str, here: bool) -> int:
     if not is_up(settings):
         return fail(f"no Redis answers at {settings.redis_shown}: start the stack with `reverie up --detach`")
     client = connect(settings, timeout=None)
-    chosen = [s for s in SCHEDULE if name in ("all", s.name)]
+    chosen = [follower for follower, _ in scheduled() if name in ("all", follower.name)]
     with progress_bar() as progress:
         for each in chosen:
             task = progress.add_task(f"{each.name}: {'running' if here else 'waiting for a worker'}", total=1)
             try:
-                emitted = each.job(client, settings) if here else _on_a_worker(client, each)  # type: ignore[call-arg]
+                emitted = _here(client, settings, each) if here else _on_a_worker(client, each)
             except _Failed as e:
                 progress.update(task, description=f"{each.name}: failed")
                 return fail(f"{each.name} failed on a worker: {e}")
@@ -38,13 +39,21 @@ class _Failed(Exception):
     pass
 
 
-def _on_a_worker(client: redis.Redis, scheduled: Scheduled) -> dict[str, int]:
+def _here(client: redis.Redis, settings: Settings, follower: Follower) -> dict[str, int]:
+    from workers.thinking.runner import run  # here: it imports what the followers need
+
+    return run(follower.name, client=client, settings=settings)
+
+
+def _on_a_worker(client: redis.Redis, follower: Follower) -> dict[str, int]:
+    from workers.thinking.runner import run
+
     job = Queue(QUEUE, connection=client).enqueue(
-        scheduled.job, job_timeout=scheduled.timeout_s, description=f"{scheduled.name} (reverie think)"
+        run, follower.name, job_timeout=follower.timeout_s, description=f"{follower.name} (reverie think)"
     )
-    result = job.latest_result(timeout=scheduled.timeout_s)
+    result = job.latest_result(timeout=follower.timeout_s)
     if result is None:
-        raise _Failed(f"no worker ran it within {scheduled.timeout_s} s: is `reverie up` running?")
+        raise _Failed(f"no worker ran it within {follower.timeout_s} s: is `reverie up` running?")
     if result.type != Result.Type.SUCCESSFUL:
         raise _Failed((result.exc_string or "unknown error").strip().splitlines()[-1])
     emitted: dict[str, int] = result.return_value or {}

@@ -9,6 +9,7 @@ Identifiers (`entity_id`, `fact_id`, ...) are chosen by the worker that first ma
 (an event id is a good choice); later events refer to them.
 """
 
+import hashlib
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -52,6 +53,12 @@ class Dimensions(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     where: str | None = None
     who: str | None = None
     why: str | None = None
+
+
+def fact_id(project: str, *said: str) -> str:
+    """A fact's id: the same statement in the same project is one fact."""
+    digest = hashlib.blake2b("\0".join([project, *said]).lower().encode(), digest_size=10).hexdigest()
+    return f"fact:{digest}"
 
 
 class FactAsserted(msgspec.Struct, kw_only=True):

@@ -195,7 +195,7 @@ class Settings:
 
     @property
     def settings_file(self) -> str:
-        """The user's settings (TOML): the LLM extractor's, for now (workers/extraction/llm/)."""
+        """The user's settings (TOML): the LLM extractor's, for now (workers/llm/)."""
         return self._path("settings.toml")
 
     @property

@@ -32,7 +32,7 @@ from schemas.settings import STREAM, Settings
 from tests.conftest import BIN, Stack, run_hook, wait_for
 from tests.test_dispatcher import event
 from workers.dispatcher import Dispatcher
-from workers.jobs import extract_batch
+from workers.thinking.runner import Segment, run
 
 NOW = datetime.now(UTC)
 GARBAGE = bytes((i * 37 + 11) % 256 for i in range(200))
@@ -437,7 +437,7 @@ def test_an_extraction_job_reads_what_a_segment_damaged_since_it_was_written_sti
     damaged = log.append(reads)
     damage_column(damaged, "payload", at=0.7)
 
-    emitted = extract_batch(damaged, [e.id for e in reads], fakeredis.FakeRedis(), settings)
+    emitted = run("extract", Segment(damaged, [e.id for e in reads]), fakeredis.FakeRedis(), settings)
 
     kept = set(ids_in(damaged))
     assert 0 < len(kept) == notes(log)[os.path.basename(damaged)].salvaged < len(reads)

@@ -15,8 +15,8 @@ from schemas import kinds, memory
 from schemas.ids import new_event_id
 from schemas.settings import QUEUE, Settings
 from tests.conftest import REVERIE, Stack, run_hook, wait_for
-from workers.dynamics.jobs import think_lifecycle
 from workers.redis_client import connect
+from workers.thinking.runner import run
 
 pytestmark = pytest.mark.integration
 
@@ -116,7 +116,7 @@ def test_the_lifecycle_run_by_two_workers_at_once_emits_each_event_once(
     append(client, sent)
     wait_for(lambda: two_workers.query("SELECT count(*) FROM facts")[0][0] == 4, timeout=60, what="the facts")
     queue = Queue(QUEUE, connection=client)
-    runs = [queue.enqueue(think_lifecycle) for _ in range(2)]
+    runs = [queue.enqueue(run, "lifecycle") for _ in range(2)]
     for job in runs:
         result = job.latest_result(timeout=120)
         assert result is not None and result.type == result.Type.SUCCESSFUL, result and result.exc_string
@@ -142,6 +142,6 @@ def test_the_lifecycle_run_by_two_workers_at_once_emits_each_event_once(
     assert thought.returncode == 0 and "dream: " in thought.stderr, thought.stderr  # a worker ran it
     status = json.loads(subprocess.run([*REVERIE, "status", "--json"], env=env, capture_output=True).stdout)
     planned = {job["name"]: job for job in status["scheduled"]}
-    assert set(planned) == {"lifecycle", "dream", "communities", "decay"}
+    assert set(planned) == {"lifecycle", "catch-up", "dream", "communities", "decay"}
     assert all(job["next_run"] for job in planned.values())  # RQ's cron scheduler has them
     assert status["memory_health"]["facts"] >= 1

@@ -23,14 +23,16 @@ from schemas.ids import new_event_id
 from schemas.settings import QUEUE, Settings
 from tests.conftest import BIN, TRANSCRIPTS, Stack, run_hook, wait_for
 from workers.dispatcher import Dispatcher
-from workers.extraction.derive import Derived, derive, derive_session
+from workers.evidence.failures import command_key, signature
+from workers.extraction.derive import derive, derive_session
 from workers.extraction.episodes import episodes
-from workers.extraction.failures import command_key, signature
 from workers.extraction.files import canonical_name, entity_id, file_entities
-from workers.extraction.lifecycle import Known, settle
 from workers.extraction.manifests import dependencies
-from workers.jobs import enqueue_extraction, extract_batch
+from workers.extraction.settling import StandingFact, settle
 from workers.redis_client import connect
+from workers.thinking.follower import Derived
+from workers.thinking.registry import named
+from workers.thinking.runner import Segment, Session, enqueue, run
 
 NOW = datetime.now(UTC)
 
@@ -65,9 +67,12 @@ def test_each_file_a_batch_names_is_one_entity_of_its_project_with_the_events_th
     )  # a folder searched is no file
     vendored = tool("/home/u/app/deps/plug/lib/plug.ex")  # nor is what the project vendors or builds
 
-    found = {(project, entity.name): (entity, causes) for entity, project, causes in file_entities(
-        [read, edit, other_project, outside, prompt, searched, vendored]
-    )}  # fmt: skip
+    observations = list(file_entities([read, edit, other_project, outside, prompt, searched, vendored]))
+    assert all(len(causes) == 1 for _, _, causes in observations)  # one per event, never per batch
+    found: dict[tuple[str, str], tuple[memory.EntityObserved, list[str]]] = {}
+    for entity, project, causes in observations:
+        assert found.setdefault((project, entity.name), (entity, []))[0] == entity
+        found[(project, entity.name)][1].extend(causes)
 
     assert sorted(found) == [
         ("/home/u/app", "/etc/hosts"),
@@ -75,7 +80,7 @@ def test_each_file_a_batch_names_is_one_entity_of_its_project_with_the_events_th
         ("/home/u/lib", "src/db.py"),
     ]
     entity, causes = found[("/home/u/app", "src/db.py")]
-    assert entity.type == "file" and causes == sorted([read.id, edit.id])
+    assert entity.type == "file" and sorted(causes) == sorted([read.id, edit.id])
     assert entity.entity_id == entity_id("file", "src/db.py", "/home/u/app")
     assert entity.entity_id != found[("/home/u/lib", "src/db.py")][0].entity_id
 
@@ -88,12 +93,12 @@ def test_the_dispatcher_enqueues_one_extraction_per_batch_of_observed_events(set
     append(client, [msgspec.json.encode(e) for e in observed])
     dispatcher.archive(dispatcher.read(">"))
     [job] = Queue(QUEUE, connection=client).jobs
-    assert job.func_name == "workers.jobs.extract_batch" and sorted(job.args[1]) == sorted(
-        e.id for e in observed
-    )
+    [(name, batch)] = [job.args]
+    assert job.func_name == "workers.thinking.runner.run" and name == "extract"
+    assert isinstance(batch, Segment) and sorted(batch.ids) == sorted(e.id for e in observed)
     assert job.retries_left == 2
 
-    extract_batch(job.args[0], job.args[1], client, settings)  # what a worker does: three entities, derived
+    run(name, batch, client, settings)  # what a worker does: three entities, derived
     dispatcher.archive(dispatcher.read(">"))
     assert len(Queue(QUEUE, connection=client).jobs) == 1  # derived events are not extracted again
 
@@ -122,7 +127,7 @@ def test_a_job_that_fails_every_try_is_named_in_status_with_its_error(
 ) -> None:
     queue = Queue(QUEUE, connection=connect(stack.settings))
     elsewhere = os.path.join(stack.settings.home, "another-machine", "seg-0.parquet")
-    job = enqueue_extraction(queue, elsewhere, [new_event_id()], retry_after_s=[1, 1])
+    job = enqueue(queue, named("extract"), Segment(elsewhere, [new_event_id()]), retry_after_s=[1, 1])
 
     def failed() -> list[dict[str, str]]:
         result = subprocess.run(
@@ -280,9 +285,9 @@ def test_the_dispatcher_enqueues_the_episode_of_each_session_a_batch_ends(settin
     )  # fmt: skip
     append(client, [msgspec.json.encode(ended), msgspec.json.encode(tool("/home/u/app/a.py"))])
     dispatcher.archive(dispatcher.read(">"))
-    jobs = {job.func_name: job.args for job in Queue(QUEUE, connection=client).jobs}
-    assert jobs["workers.jobs.extract_session"] == (settings.event_log_dir, "s-ended")
-    assert "workers.jobs.extract_batch" in jobs
+    jobs = [job.args for job in Queue(QUEUE, connection=client).jobs]
+    assert ("episodes", Session("s-ended")) in jobs and ("signals", Session("s-ended")) in jobs
+    assert [name for name, _ in jobs].count("extract") == 1
 
 
 @pytest.mark.integration
@@ -309,8 +314,8 @@ def test_a_dispatcher_starting_over_a_log_extracts_its_newest_segment_again(sett
     client = fakeredis.FakeRedis()
     Dispatcher(settings, client, consumer="test", block_ms=10).start()
     [job] = Queue(QUEUE, connection=client).jobs
-    path, ids = job.args
-    assert (path, sorted(ids)) == (segment, sorted(e.id for e in newest))
+    name, batch = job.args
+    assert (name, batch.path, sorted(batch.ids)) == ("extract", segment, sorted(e.id for e in newest))
 
 
 @pytest.mark.parametrize(
@@ -529,7 +534,7 @@ def test_what_the_agent_files_and_closes_on_the_command_line_is_what_it_did() ->
 
 
 def test_a_failure_reads_alike_live_or_stored_and_json_text_stays_text() -> None:
-    from workers.extraction.failures import output_of
+    from workers.evidence.failures import output_of
 
     said = {"stdout": "FAILED tests/test_x.py", "stderr": "\x1b[31mboom\x1b[0m"}
     assert output_of(said) == output_of(msgspec.json.encode(said).decode()) == "FAILED tests/test_x.py\nboom"
@@ -591,7 +596,7 @@ def test_a_settled_fix_ends_the_block_it_solves() -> None:
         description="`mix test` failed with: boom. Fixed by editing lib/a.ex.", category="errors",
     )  # fmt: skip
     cause = bash("mix test", "ok")
-    standing = Known(
+    standing = StandingFact(
         fact_id="fact:block", source="project:app", relation="blocked_by", target="error_pattern:e",
         description=block.description, confidence=1.0, memory_type="episodic", versions=1,
     )  # fmt: skip
@@ -635,8 +640,8 @@ def test_a_fix_said_again_ends_a_block_and_a_summarys_fix_ends_its_earlier_block
         description="`mix test` failed with: boom. Fixed by editing lib/a.ex.", category="errors",
     )  # fmt: skip
 
-    def known(fact_id: str, relation: str, description: str, source: str, target: str | None) -> Known:
-        return Known(
+    def known(fact_id: str, relation: str, description: str, source: str, target: str | None) -> StandingFact:
+        return StandingFact(
             fact_id=fact_id, source=source, relation=relation, target=target, description=description,
             confidence=1.0, memory_type="episodic", versions=1,
         )  # fmt: skip

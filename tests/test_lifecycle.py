@@ -8,16 +8,18 @@ import fakeredis
 import msgspec
 import pytest
 
+from ingest.emit import Worker
 from projections.recall.words import jaccard, word_set
 from projections.sql import connect
 from reverie.testing import Folding, make_event, streamed
 from schemas import kinds, memory
 from schemas.ids import new_event_id
+from schemas.memory import fact_id
 from schemas.settings import Settings
-from workers.extraction.derive import Derived, fact_id
-from workers.extraction.known import Memory
-from workers.extraction.lifecycle import Cosine, Known, settle
-from workers.jobs import extract_batch
+from workers.extraction.settling import Cosine, StandingFact, settle
+from workers.thinking.follower import Derived
+from workers.thinking.reading import Reading
+from workers.thinking.runner import Segment, run
 
 PROJECT = "/home/u/app"
 DAY_1 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
@@ -25,14 +27,14 @@ DAY_1 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 
 @pytest.fixture(scope="module")
 def cosine() -> Iterator[Cosine]:
-    with Memory(Settings("/nonexistent")) as model:  # no snapshot: only its model
-        yield model.cosine
+    with Reading(Settings("/nonexistent"), Worker("test", 1), [], DAY_1) as reading:  # only its model
+        yield reading.cosine
 
 
 def known(
     description: str, *, memory_type: str = "semantic", versions: int = 1, relation: str = "prefers"
-) -> Known:
-    return Known(
+) -> StandingFact:
+    return StandingFact(
         fact_id=fact_id(PROJECT, relation, description),
         source="person:u",
         relation=relation,
@@ -53,8 +55,8 @@ def proposed(description: str, relation: str = "prefers") -> Derived:
     return Derived(kinds.FACT_ASSERTED, fact, PROJECT, (new_event_id(),), "s", fact.fact_id)
 
 
-def settled(new: Derived, *standing: Known, cosine: Cosine) -> list[Derived]:
-    def facts(project: str) -> Sequence[Known]:
+def settled(new: Derived, *standing: StandingFact, cosine: Cosine) -> list[Derived]:
+    def facts(project: str) -> Sequence[StandingFact]:
         return standing if project == PROJECT else ()
 
     return list(settle([new], facts, cosine))
@@ -137,7 +139,7 @@ def extracted(folding: Folding, settings: Settings, events: list) -> list:  # ty
     """Archive `events`, extract them as the job does, and fold what it emitted."""
     client = fakeredis.FakeRedis()
     segment = folding.log.append(events)
-    extract_batch(segment, [e.id for e in events], client, settings)
+    run("extract", Segment(segment, [e.id for e in events]), client, settings)
     emitted = streamed(client)
     folding.fold(emitted)
     return emitted

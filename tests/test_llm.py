@@ -22,9 +22,9 @@ from schemas.events import Event
 from schemas.ids import new_event_id
 from schemas.llm import Extracted, extracted_schema
 from schemas.settings import Settings
-from workers.extraction.llm.config import BadSettings, LLMSettings, llm_settings
-from workers.extraction.llm.extractor import ask, digest, memories
-from workers.jobs import extract_session
+from workers.extraction.llm_reading import ask, digest, memories
+from workers.llm.config import BadSettings, LLMSettings, llm_settings
+from workers.thinking.runner import Session, run
 
 GOOD = {
     "entities": [{"name": "pnpm", "type": "tool"}],
@@ -277,7 +277,7 @@ def extracted_session(
         monkeypatch.setenv(key, value)
     EventLog(settings.event_log_dir).append(session())
     client = fakeredis.FakeRedis()
-    extract_session(settings.event_log_dir, "s1", client, settings)
+    run("episodes", Session("s1"), client, settings)
     return streamed(client)
 
 

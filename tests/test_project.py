@@ -35,7 +35,7 @@ from schemas.observed import ProjectIdentified
 from schemas.settings import Settings
 from tests.conftest import BIN, Stack, run_hook, wait_for
 from tests.test_projections import at, checksums, folding, observed, rows
-from workers.extraction.files import file_entities
+from workers.extraction.files import entity_id, file_entities
 from workers.identify import unidentified
 
 __all__ = ["folding"]  # a fixture
@@ -239,8 +239,11 @@ def test_worktrees_of_one_repository_are_one_project_through_the_hook_and_a_file
     assert [payload(e)[ROOT_FIELD] for e in used] == [str(main), str(fix)]
     # what was recorded under the linked worktree's path before folds under the repository
     assert identifications(recorded) == {(str(fix), str(main))}
-    [(entity, project, causes)] = list(file_entities(used))
-    assert (entity.name, project, causes) == ("lib/x.ex", str(main), sorted(e.id for e in used))
+    observed = list(file_entities(used))
+    assert {(entity.entity_id, entity.name, project) for entity, project, _ in observed} == {
+        (observed[0][0].entity_id, "lib/x.ex", str(main))
+    }
+    assert sorted(cause for _, _, causes in observed for cause in causes) == sorted(e.id for e in used)
     again = hooked(env, home, ("s3", fix, str(fix / "lib" / "y.ex")))
     assert identifications(again) == identifications(recorded)  # said once per root
 
@@ -278,8 +281,9 @@ def test_worktrees_of_one_repository_are_one_project_through_the_import(tmp_path
         found += [imported_event(i) for i in read_transcript(path) if isinstance(i, ImportedEvent)]
     assert {e.project for e in found} == {str(main)}
     assert {payload(e)[ROOT_FIELD] for e in found if e.session_id == "s2"} == {str(fix)}
-    [(entity, _, _)] = list(file_entities(found))
-    assert entity.name == "lib/x.ex"
+    assert {(entity.entity_id, entity.name) for entity, _, _ in file_entities(found)} == {
+        (entity_id("file", "lib/x.ex", str(main)), "lib/x.ex")
+    }
 
 
 def test_clones_with_one_remote_are_one_project_and_no_credential_is_kept(

@@ -415,7 +415,7 @@ def test_replay_builds_the_tables_the_live_projector_built(settings: Settings) -
 
 def test_replay_rebuilds_what_extraction_derived_without_extracting_again(settings: Settings) -> None:
     from reverie.testing import streamed
-    from workers.jobs import extract_batch, extract_session
+    from workers.thinking.runner import Segment, Session, run
 
     imported = [
         imported_event(i)
@@ -428,11 +428,11 @@ def test_replay_rebuilds_what_extraction_derived_without_extracting_again(settin
     for start in range(0, len(imported), 150):  # batch by batch, as the dispatcher and the workers do
         batch = imported[start : start + 150]
         segment = live.log.append(batch)
-        extract_batch(segment, [e.id for e in batch], client, settings)
+        run("extract", Segment(segment, [e.id for e in batch]), client, settings)
         live.fold(streamed(client))
         client.flushall()
     for session in sorted({e.session_id for e in imported if e.session_id}):
-        extract_session(settings.event_log_dir, session, client, settings)
+        run("episodes", Session(session), client, settings)
     db = live.fold(streamed(client))
     assert all(rows(db, f"SELECT count(*) FROM {t}")[0][0] > 0 for t in ("entities", "facts", "episodes"))
     before = checksums(db)

@@ -17,7 +17,7 @@ from schemas import kinds, memory
 from schemas.events import Event
 from schemas.settings import Settings
 from tests.conftest import REVERIE
-from workers.dynamics.jobs import think_communities, think_decay, think_dream, think_lifecycle
+from workers.thinking.runner import run
 
 PROJECT = "/home/u/app"
 NOW = datetime.now(UTC).replace(microsecond=0)
@@ -84,7 +84,7 @@ def test_the_dream_cycle_consolidates_the_seeds_example_in_a_store(
     store: Folding, settings: Settings
 ) -> None:
     client = fakeredis.FakeRedis()
-    counts = think_dream(client, settings, at=NOW)
+    counts = run("dream", client=client, settings=settings, at=NOW)
     emitted = streamed(client)
     [consolidated] = said(emitted, kinds.EPISODE_CONSOLIDATED)
     assert consolidated["from_episodes"] == ["ep1", "ep2", "ep3"]
@@ -101,13 +101,13 @@ def test_the_dream_cycle_consolidates_the_seeds_example_in_a_store(
     assert into["ep1"] == into["ep2"] == into["ep3"] == consolidated["episode_id"] and into["ep4"] is None
     assert db.execute("SELECT duplicate_of FROM facts WHERE fact_id = 'f1'").fetchone() == ("f0",)
     client = fakeredis.FakeRedis()
-    think_dream(client, settings, at=NOW)
+    run("dream", client=client, settings=settings, at=NOW)
     assert said(streamed(client), kinds.EPISODE_CONSOLIDATED) == []  # consolidated once
 
 
 def test_communities_are_detected_and_dissolved_as_events(store: Folding, settings: Settings) -> None:
     client = fakeredis.FakeRedis()
-    think_communities(client, settings)
+    run("communities", client=client, settings=settings)
     emitted = streamed(client)
     [community] = said(emitted, kinds.COMMUNITY_DETECTED)
     assert (sorted(community["members"]), community["hub"]) == (sorted([USER, RFG]), RFG)
@@ -121,7 +121,7 @@ def test_communities_are_detected_and_dissolved_as_events(store: Folding, settin
     ]
     store.fold(ended)
     client = fakeredis.FakeRedis()
-    think_communities(client, settings)
+    run("communities", client=client, settings=settings)
     [dissolved] = said(streamed(client), kinds.COMMUNITY_DETECTED)
     assert (dissolved["community_id"], dissolved["members"]) == (community["community_id"], [])
 
@@ -135,12 +135,12 @@ def test_each_settled_recall_is_judged_once_used_or_failed(store: Folding, setti
     )
     store.fold([recall, answer])
     client = fakeredis.FakeRedis()
-    think_decay(client, settings, at=NOW)
+    run("decay", client=client, settings=settings, at=NOW)
     judged = sorted((j["memory_id"], j["cause"]) for j in said(streamed(client), kinds.ACTIVATION_RECORDED))
     assert judged == [("f0", "used"), ("f1", "used")]
     store.fold(streamed(client))
     client = fakeredis.FakeRedis()
-    think_decay(client, settings, at=NOW)
+    run("decay", client=client, settings=settings, at=NOW)
     assert streamed(client) == []  # judged once
 
 
@@ -291,7 +291,7 @@ def test_the_lifecycle_catches_up_on_what_sessions_ending_together_missed(settin
     folding = Folding(settings)
     folding.fold(story)
     client = fakeredis.FakeRedis()
-    think_lifecycle(client, settings)
+    run("catch-up", client=client, settings=settings)
     emitted = streamed(client)
     [preference] = said(emitted, kinds.PREFERENCE_CRYSTALLIZED)
     [failure] = said(emitted, kinds.FAILURE_RECURRING)
@@ -299,7 +299,7 @@ def test_the_lifecycle_catches_up_on_what_sessions_ending_together_missed(settin
     assert failure["occurrences"] == 3
     folding.fold(emitted)
     again = fakeredis.FakeRedis()
-    think_lifecycle(again, settings)
+    run("catch-up", client=again, settings=settings)
     assert (
         said(streamed(again), kinds.PREFERENCE_CRYSTALLIZED)
         == said(streamed(again), kinds.FAILURE_RECURRING)

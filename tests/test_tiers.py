@@ -16,7 +16,7 @@ from reverie.testing import Folding, event_at, streamed
 from schemas import kinds, memory
 from schemas.events import Event
 from schemas.settings import Settings
-from workers.dynamics.jobs import think_lifecycle
+from workers.thinking.runner import run
 
 PROJECT = "/home/u/app"
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
@@ -79,7 +79,7 @@ def story(settings: Settings) -> Iterator[Folding]:
 
 def thought(settings: Settings) -> list[Event]:
     client = fakeredis.FakeRedis()
-    think_lifecycle(client, settings, at=NOW)
+    run("lifecycle", client=client, settings=settings, at=NOW)
     return streamed(client)
 
 

@@ -14,7 +14,7 @@ from schemas import kinds
 from schemas.events import decode_event
 from schemas.settings import Settings
 from tests.conftest import BIN, REVERIE
-from workers.jobs import extract_batch
+from workers.thinking.runner import Segment, run
 
 LINES = [
     {"type": "summary", "summary": "a session about deploys"},
@@ -66,7 +66,7 @@ def test_why_explains_a_fact_down_to_the_transcript_line(
         observed = [imported_event(e) for e in read_transcript(transcript) if isinstance(e, ImportedEvent)]
         segment = folding.log.append(observed)
         client = fakeredis.FakeRedis()
-        extract_batch(segment, [e.id for e in observed], client, settings)
+        run("extract", Segment(segment, [e.id for e in observed]), client, settings)
         folding.fold(streamed(client))
         [(fact_id, description)] = folding.fold().execute("SELECT fact_id, description FROM facts").fetchall()
     finally:

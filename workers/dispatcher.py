@@ -3,8 +3,9 @@
 Each round it drains the spool into the stream, reads a batch through the consumer group,
 validates every event (what does not validate becomes a dead letter), appends the new ones
 to the log as one segment, and only then acknowledges and deletes the entries and enqueues
-one RQ job for the batch. Killed at any instant, it starts again from the entries still
-pending: those already in the log are recognised by event id and only acknowledged.
+the thinking workers' jobs for the batch (workers/thinking/runner.py). Killed at any
+instant, it starts again from the entries still pending: those already in the log are
+recognised by event id and only acknowledged.
 """
 
 import os
@@ -25,12 +26,9 @@ from ingest.spool import drain
 from projections.event_log import EventLog
 from schemas.events import Event, InvalidEvent, decode_event
 from schemas.ids import derived_event_id
-from schemas.kinds import SESSION_ENDED
-from schemas.registry import DERIVED_KINDS
 from schemas.settings import GROUP, QUEUE, STREAM, Settings
-from workers import jobs
-from workers.dynamics import jobs as dynamics
 from workers.logs import quarantine_logger
+from workers.thinking import runner
 
 log = structlog.get_logger("reverie.dispatcher")
 
@@ -84,7 +82,7 @@ class Dispatcher:
         if removed := self.event_log.recover():
             log.warning("segment.interrupted_write_removed", count=removed)
         self.archived = self.event_log.archived_ids()
-        self._extract_newest()
+        self._dispatch_newest()
         log.info("dispatcher.started", consumer=self.consumer, archived=len(self.archived))
 
     def run(self, stop: threading.Event) -> None:
@@ -205,7 +203,7 @@ class Dispatcher:
             path = self.event_log.append(list(fresh.values()))
             self.archived.update(fresh)
             self.archived_count += len(fresh)
-            self._extract(path, [(e.id, e.kind, e.session_id) for e in fresh.values()])
+            self._dispatch(path, [(e.id, e.kind, e.session_id) for e in fresh.values()])
         ids = [entry_id for entry_id, _ in entries]
         pipe = self.redis.pipeline(transaction=False)
         pipe.xack(STREAM, GROUP, *ids)
@@ -221,23 +219,16 @@ class Dispatcher:
         beat = Heartbeat(self.consumer, os.getpid(), socket.gethostname(), self.archived_count, time.time())
         self.redis.set(HEARTBEAT_PREFIX + self.consumer, msgspec.json.encode(beat), ex=15)
 
-    def _extract_newest(self) -> None:
-        """Extract the newest segment again: a crash may have come between its write and its job
-        (extraction emits the same events twice, kept once)."""
+    def _dispatch_newest(self) -> None:
+        """Dispatch the newest segment again: a crash may have come between its write and its jobs
+        (a follower emits the same events twice, kept once)."""
         segments = self.event_log.segments()
         columns = ["id", "kind", "session_id"]  # not the payloads: the jobs read those
         if segments and (newest := self.event_log.read(segments[-1], columns)) is not None:
-            self._extract(
+            self._dispatch(
                 segments[-1], list(zip(*(newest.column(c).to_pylist() for c in columns), strict=True))
             )
 
-    def _extract(self, segment: str, events: list[tuple[str, str, str | None]]) -> None:
-        """Have a worker extract what the observed events of `segment` (id, kind, session) teach,
-        and the episode and the signals of each session they end."""
-        if observed := [event_id for event_id, kind, _ in events if kind not in DERIVED_KINDS]:
-            jobs.enqueue_extraction(self.queue, segment, observed)
-        for session_id in sorted(
-            {session for _, kind, session in events if kind == SESSION_ENDED and session}
-        ):
-            jobs.enqueue_episode(self.queue, self.settings.event_log_dir, session_id)
-            dynamics.enqueue_session(self.queue, self.settings.event_log_dir, session_id)
+    def _dispatch(self, segment: str, events: list[tuple[str, str, str | None]]) -> None:
+        """Hand the thinking workers what `segment` holds (each event's id, kind and session)."""
+        runner.dispatch(self.queue, segment, events)

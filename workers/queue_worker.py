@@ -26,8 +26,8 @@ import structlog
 from rq import Queue, Worker
 
 from schemas.settings import QUEUE, Settings
-from workers.extraction.known import preload
 from workers.redis_client import connect, is_up
+from workers.thinking.reading import preload
 
 log = structlog.get_logger("reverie.worker")
 _PAUSE_S = 1.0  # between looks for a server that is away

@@ -19,11 +19,11 @@ from projections.store import current_store
 from projections.vectors import MANIFEST, vectors_path
 from schemas.settings import GROUP, QUEUE, STREAM, Settings
 from workers.dispatcher import HEARTBEAT_PREFIX, Heartbeat
-from workers.dynamics.schedule import JobState, states
-from workers.extraction.known import Memory
-from workers.extraction.llm.config import BadSettings, llm_settings
+from workers.llm.config import BadSettings, llm_settings
 from workers.redis_client import connect
 from workers.supervisor import running_pid
+from workers.thinking.reading import tokens_today
+from workers.thinking.schedule import JobState, states
 
 # Below this much free space (64 MiB, or 2% of a smaller disk), segments, snapshots and the
 # server's append-only file soon cannot be written: the stack holds what it has and waits
@@ -182,8 +182,14 @@ def _memory_health(settings: Settings) -> dict[str, Any]:
 
 
 def _tokens_today(settings: Settings) -> int:
-    with Memory(settings) as memory:
-        return memory.tokens_today()
+    try:
+        db = sql.connect(settings)
+    except sql.DamagedSnapshot:  # said as such by the snapshot's own line
+        return 0
+    try:
+        return tokens_today(db)
+    finally:
+        db.close()
 
 
 def stack_status(settings: Settings) -> StackStatus:

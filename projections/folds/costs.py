@@ -1,5 +1,5 @@
 """What the thinking cost: each LLM extraction's provider, model, tokens and outcome, by day,
-which the daily token budget is counted against (workers/extraction/llm/)."""
+which the daily token budget is counted against (workers/llm/)."""
 
 from schemas import kinds
 

@@ -36,7 +36,7 @@ import msgspec
 import networkx as nx
 
 from schemas import kinds, memory
-from workers.extraction.derive import Derived
+from workers.thinking.follower import Derived
 
 ITERATIONS = 5
 

@@ -23,8 +23,9 @@ import duckdb
 import numpy as np
 
 from schemas import kinds, memory
+from schemas.memory import fact_id
 from workers.dynamics import dream
-from workers.extraction.derive import Derived, fact_id
+from workers.thinking.follower import Derived
 
 # the standing facts of each episode's session: its events' causes were said in that session
 _FACTS = """

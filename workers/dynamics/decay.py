@@ -24,7 +24,7 @@ import duckdb
 
 from projections.recall.words import terms
 from schemas import kinds, memory
-from workers.extraction.derive import Derived
+from workers.thinking.follower import Derived
 
 Judged = Literal["used", "failed"]
 JUDGE_AFTER = timedelta(days=1)

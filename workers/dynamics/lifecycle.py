@@ -28,7 +28,7 @@ from datetime import datetime, timedelta
 import duckdb
 
 from schemas import kinds, memory
-from workers.extraction.derive import Derived
+from workers.thinking.follower import Derived
 
 PROMOTION_SESSIONS = 3
 ARCHIVE_AFTER = timedelta(days=30)

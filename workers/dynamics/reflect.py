@@ -34,8 +34,8 @@ from schemas.llm import LLMUsed, Spent
 from schemas.recall import Scored
 from schemas.reflection import Disposition, Evidence, Reflection, Stance
 from workers.dynamics.crystallize import about
-from workers.extraction.llm.config import LLMSettings
-from workers.extraction.llm.providers import Completion, ProviderError, complete, spent
+from workers.llm.config import LLMSettings
+from workers.llm.providers import Completion, ProviderError, complete, spent
 
 PROMOTE_ABOVE = 0.9
 _USERS_OWN = {"prompt", "remembered", "preference"}

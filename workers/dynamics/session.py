@@ -17,11 +17,12 @@ import msgspec
 
 from schemas import kinds, memory
 from schemas.events import Event
+from schemas.memory import fact_id
 from workers.dynamics import crystallize, signals
 from workers.dynamics.crystallize import Encode, Occurrence, Said
-from workers.extraction.derive import Derived, fact_id
-from workers.extraction.failures import output_of, runs, signature
-from workers.extraction.statements import statements
+from workers.evidence.failures import output_of, runs, signature
+from workers.evidence.statements import statements
+from workers.thinking.follower import Derived
 
 _STATED_AS = {"decision": "decided_for", "rule": "prefers", "remember": "learned_that"}
 # what the user prefers, as the graph holds it (the facts a statement or a summary asserts)

@@ -8,7 +8,6 @@ Pure: the same events always give the same derived events, with the same keys, s
 running the job, any number of times, emits the same events (ingest/emit.py).
 """
 
-import hashlib
 import os
 from collections.abc import Iterable, Iterator
 from datetime import datetime
@@ -18,26 +17,16 @@ import msgspec
 from projections.recall.words import word_set
 from schemas import kinds, memory
 from schemas.events import Event
+from schemas.memory import fact_id
 from schemas.ontology import Relation, topic_of, tulving_type
+from workers.evidence.failures import CHECKS, Fixed, as_run, error_line, fixes, runs
+from workers.evidence.statements import Said, statements
 from workers.extraction.commits import commits
-from workers.extraction.failures import CHECKS, Fixed, as_run, error_line, fixes, runs
 from workers.extraction.files import canonical_name, entity_id, file_entities, relative, root_of
 from workers.extraction.manifests import dependencies
 from workers.extraction.records import records
-from workers.extraction.statements import Said, statements
 from workers.extraction.summaries import bullets
-
-
-class Derived(msgspec.Struct, frozen=True):
-    """A derived event to emit: what, in which project and session, from which events."""
-
-    kind: str
-    payload: msgspec.Struct
-    project: str
-    caused_by: tuple[str, ...]
-    session_id: str | None = None
-    key: str | None = None  # what names it, whatever its wording (its fact or entity id)
-
+from workers.thinking.follower import Derived
 
 _QUOTED = 200  # characters of an error line a lesson quotes
 _RUNNERS = frozenset(
@@ -155,7 +144,7 @@ def _quoted(line: str) -> str:
 
 
 def error_entity(signature: str, project: str) -> memory.EntityObserved:
-    """The entity of an error, by its signature (workers/extraction/failures.py)."""
+    """The entity of an error, by its signature (workers/evidence/failures.py)."""
     return memory.EntityObserved(
         entity_id=entity_id("error_pattern", signature, project),
         type="error_pattern",
@@ -228,12 +217,6 @@ def subject(entity_type: str, project: str) -> memory.EntityObserved:
         normalized_name=name.lower(),
         properties={"project": project},
     )
-
-
-def fact_id(project: str, *said: str) -> str:
-    """A fact's id: the same statement in the same project is one fact."""
-    digest = hashlib.blake2b("\0".join([project, *said]).lower().encode(), digest_size=10).hexdigest()
-    return f"fact:{digest}"
 
 
 def _fact(

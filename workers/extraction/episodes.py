@@ -20,11 +20,11 @@ from schemas import kinds, memory
 from schemas.events import Event
 from schemas.registry import DERIVED_KINDS
 from schemas.text import clean, is_noise, unmarked
+from workers.evidence.failures import CHECKS, runs
+from workers.evidence.tool_uses import tool_uses
 from workers.extraction.commits import commits
-from workers.extraction.failures import CHECKS, runs
 from workers.extraction.files import entity_id, mentions
 from workers.extraction.summaries import bullets
-from workers.extraction.tool_uses import tool_uses
 
 _FIRST_SENTENCE = re.compile(r"^.{8,160}?(?:[.!?](?=\s|$)|\n|$)", re.S)
 _INTENT = re.compile(r"Primary Request and Intent:\s*\n\s*(?:[-*]\s*)?(?P<intent>[^\n]{20,})")

@@ -13,7 +13,7 @@ import msgspec
 from ingest.project import ROOT_FIELD
 from schemas.events import Event
 from schemas.memory import EntityObserved
-from workers.extraction.tool_uses import tool_uses
+from workers.evidence.tool_uses import tool_uses
 
 _PATH_FIELDS = ("file_path", "notebook_path", "path")
 _SEARCHES = {"Glob", "Grep", "LS"}  # their `path` is a folder to search, not a file
@@ -85,11 +85,11 @@ def mentions(events: Iterable[Event]) -> Iterator[Mention]:
 
 
 def file_entities(events: Iterable[Event]) -> Iterator[tuple[EntityObserved, str, list[str]]]:
-    """Each file named among `events`, once: the entity, its project, and the events naming it."""
-    named: dict[tuple[str, str], list[str]] = {}
-    for mention in mentions(events):
-        named.setdefault((mention.project, mention.path), []).append(mention.event_id)
-    for (project, path), causes in sorted(named.items()):
+    """Each file each of `events` names, once per event: the entity, its project, and the event
+    naming it. One observation per event, never one per batch, so that the same events give the
+    same observations however the log was cut into batches."""
+    named = {(m.project, m.path, m.event_id) for m in mentions(events)}
+    for project, path, event_id in sorted(named):
         entity = EntityObserved(
             entity_id=entity_id("file", path, project),
             type="file",
@@ -97,4 +97,4 @@ def file_entities(events: Iterable[Event]) -> Iterator[tuple[EntityObserved, str
             normalized_name=path,
             properties={"project": project},
         )
-        yield entity, project, sorted(set(causes))
+        yield entity, project, [event_id]

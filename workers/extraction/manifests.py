@@ -18,7 +18,7 @@ from typing import Any
 import msgspec
 
 from schemas.events import Event
-from workers.extraction.tool_uses import ToolUse, tool_uses
+from workers.evidence.tool_uses import ToolUse, tool_uses
 
 MANIFESTS = ("package.json", "pyproject.toml", "Cargo.toml", "go.mod", "mix.exs")
 _FRAGMENTS = ("go.mod", "mix.exs")  # whose every dependency reads on its own, even in an edit

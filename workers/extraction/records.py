@@ -14,7 +14,7 @@ import msgspec
 
 from schemas.events import Event
 from schemas.text import unmarked
-from workers.extraction.tool_uses import tool_uses
+from workers.evidence.tool_uses import tool_uses
 
 _MAX = 400
 _HEREDOC = re.compile(r"\$\(cat <<-?\s*'?(?P<tag>\w+)'?\n(?P<text>.*?)\n\s*(?P=tag)\s*\n?\s*\)", re.S)

@@ -1,10 +1,11 @@
-"""When memory's dynamics run: RQ's own cron scheduler (`rq.cron.CronScheduler`) enqueues each
-scheduled job on reverie's queue at its interval, and any worker runs it.
+"""When the scheduled thinking workers run: RQ's own cron scheduler (`rq.cron.CronScheduler`)
+enqueues each follower of a `Schedule` (workers/thinking/registry.py) on reverie's queue, as the
+runner's one job, and any worker runs it.
 
 One scheduler process runs per stack (`reverie scheduler`, started by `reverie up`). Every job
-runs every 6 hours, at its own minute past the hour (cron, local time), so a laptop that sleeps
-at night still dreams during the day, and a stack that starts runs nothing until the first of
-those minutes. HORA dreams at the same pace as its lifecycle: the dream cycle waits for 5
+runs every 6 hours (as registered), at its own minute past the hour (cron, local time), so a
+laptop that sleeps at night still dreams during the day, and a stack that starts runs nothing
+until the first of those minutes. HORA dreams at the same pace as its lifecycle: the dream cycle waits for 5
 unconsolidated episodes anyway. Two schedulers (two stacks on one Redis) would enqueue each job
 twice; the jobs emit the same events either way, which the dispatcher keeps once.
 
@@ -14,7 +15,6 @@ RQ keeps in Redis: the scheduler's registry and each job's history.
 
 import os
 import socket
-from collections.abc import Callable
 from datetime import datetime
 
 import msgspec
@@ -25,28 +25,10 @@ from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
 
 from schemas.settings import QUEUE, Settings
-from workers.dynamics import jobs
 from workers.redis_client import connect
+from workers.thinking import registry, runner
 
 log = structlog.get_logger("reverie.scheduler")
-
-HOUR_S = 3600
-
-
-class Scheduled(msgspec.Struct, frozen=True):
-    name: str
-    job: Callable[[], dict[str, int]]
-    cron: str  # when RQ's cron scheduler enqueues it
-    timeout_s: int
-
-
-SCHEDULE = [
-    Scheduled("lifecycle", jobs.think_lifecycle, "0 */6 * * *", HOUR_S),
-    Scheduled("dream", jobs.think_dream, "15 */6 * * *", 2 * HOUR_S),
-    Scheduled("communities", jobs.think_communities, "30 */6 * * *", HOUR_S),
-    Scheduled("decay", jobs.think_decay, "45 */6 * * *", HOUR_S),
-]
-NAMES = [s.name for s in SCHEDULE]
 
 
 def cron_name(name: str) -> str:
@@ -54,10 +36,17 @@ def cron_name(name: str) -> str:
 
 
 def scheduler(client: redis.Redis) -> CronScheduler:
-    """RQ's cron scheduler with every job of SCHEDULE registered."""
+    """RQ's cron scheduler with every scheduled follower registered."""
     cron = CronScheduler(connection=client, name=f"reverie:{_host()}")
-    for each in SCHEDULE:
-        cron.register(each.job, QUEUE, cron=each.cron, job_timeout=each.timeout_s, name=cron_name(each.name))
+    for each, schedule in registry.scheduled():
+        cron.register(
+            runner.run,
+            QUEUE,
+            args=(each.name,),
+            cron=schedule.cron,
+            job_timeout=each.timeout_s,
+            name=cron_name(each.name),
+        )
     return cron
 
 
@@ -92,10 +81,10 @@ def states(client: redis.Redis) -> list[JobState]:
         for job in cron.get_jobs():
             planned[job.name] = (job.latest_enqueue_time, job.next_enqueue_time)
     found = []
-    for each in SCHEDULE:
+    for each, schedule in registry.scheduled():
         last, upcoming = planned.get(cron_name(each.name), (None, None))
         status, error = _last_outcome(client, cron_name(each.name))
-        found.append(JobState(each.name, each.cron, last, upcoming, status, error))
+        found.append(JobState(each.name, schedule.cron, last, upcoming, status, error))
     return found
 
 

@@ -15,15 +15,16 @@ import msgspec
 from schemas import kinds, memory
 from schemas.events import Event
 from schemas.llm import Extracted, LLMUsed, Spent, extracted_schema
+from schemas.memory import fact_id
 from schemas.ontology import RELATIONS, normalize_relation, topic_of, tulving_type
 from schemas.registry import DERIVED_KINDS
 from schemas.text import clean, is_noise
 from workers.extraction.commits import commits
-from workers.extraction.derive import Derived, fact_id
 from workers.extraction.episodes import episode_id
 from workers.extraction.files import canonical_name, entity_id
-from workers.extraction.llm.config import LLMSettings
-from workers.extraction.llm.providers import Completion, ProviderError, complete, spent
+from workers.llm.config import LLMSettings
+from workers.llm.providers import Completion, ProviderError, complete, spent
+from workers.thinking.follower import Derived
 
 DIGEST_MAX = 30_000
 _TURN_MAX = 1_500

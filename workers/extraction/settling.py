@@ -1,4 +1,4 @@
-"""What becomes of a fact when it is asserted again, or contradicted: the fact lifecycle.
+"""What becomes of a fact when it is asserted again, or contradicted: how a fact settles.
 
 Extraction proposes facts; this settles each one against what memory already holds in its
 project (the projections' snapshot) and what the same job proposed before it:
@@ -24,11 +24,13 @@ worker, the causes and the facts involved (ingest/emit.py).
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
+import duckdb
 import msgspec
 
+from projections.folds import current
 from projections.recall.words import jaccard, terms, word_set
 from schemas import kinds, memory
-from workers.extraction.derive import Derived
+from workers.thinking.follower import Derived
 
 # the cosine of `text` with each of `others`, from the embedder's model
 Cosine = Callable[[str, Sequence[str]], Sequence[float]]
@@ -61,7 +63,7 @@ _STANDING = frozenset(
 )
 
 
-class Known(msgspec.Struct, frozen=True, kw_only=True):
+class StandingFact(msgspec.Struct, frozen=True, kw_only=True):
     """A standing fact of the project, as the snapshot holds it."""
 
     fact_id: str
@@ -74,14 +76,30 @@ class Known(msgspec.Struct, frozen=True, kw_only=True):
     versions: int  # its assertion and its reconsolidations
 
 
+def standing_facts(db: duckdb.DuckDBPyConnection, project: str) -> list[StandingFact]:
+    """The facts of `project` that stand in the snapshot `db`."""
+    rows = db.execute(
+        f"""
+        SELECT fact_id, source, relation, target, description, confidence, memory_type,
+            1 + reconsolidations AS versions
+        FROM facts f
+        WHERE project = ? AND {current("f")}
+        ORDER BY fact_id
+        """,
+        [project],
+    )
+    names = [column[0] for column in rows.description]
+    return [StandingFact(**dict(zip(names, row, strict=True))) for row in rows.fetchall()]
+
+
 def settle(
-    found: Iterable[Derived], known: Callable[[str], Sequence[Known]], cosine: Cosine
+    found: Iterable[Derived], known: Callable[[str], Sequence[StandingFact]], cosine: Cosine
 ) -> Iterator[Derived]:
     """`found` as memory should take it, given the `known` facts of each project: each proposed
     fact asserted, or turned into a reconsolidation of the fact it repeats; each change
     followed by the supersession of the fact it ends, each fix by the end of the block it
     solves. Other derived events pass unchanged."""
-    projects: dict[str, dict[str, Known]] = {}
+    projects: dict[str, dict[str, StandingFact]] = {}
     for derived in found:
         fact = derived.payload
         if derived.kind != kinds.FACT_ASSERTED or not isinstance(fact, memory.FactAsserted):
@@ -93,7 +111,7 @@ def settle(
 
 
 def _settled(
-    derived: Derived, fact: memory.FactAsserted, standing: dict[str, Known], cosine: Cosine
+    derived: Derived, fact: memory.FactAsserted, standing: dict[str, StandingFact], cosine: Cosine
 ) -> Iterator[Derived]:
     """One proposed fact settled against the project's `standing` facts (kept up to date)."""
     if fact.fact_id in standing:  # said again word for word: more evidence of the same fact
@@ -113,7 +131,7 @@ def _settled(
         for old in _replaced(fact, standing.values(), cosine) if _CHANGE.search(fact.description) else []:
             del standing[old.fact_id]
             yield _superseded(old, fact.fact_id, fact, derived)
-        standing[fact.fact_id] = Known(
+        standing[fact.fact_id] = StandingFact(
             fact_id=fact.fact_id,
             source=fact.source,
             relation=fact.relation,
@@ -129,7 +147,9 @@ def _settled(
         yield _superseded(old, by, fact, derived)
 
 
-def _duplicate(fact: memory.FactAsserted, standing: Iterable[Known], cosine: Cosine) -> Known | None:
+def _duplicate(
+    fact: memory.FactAsserted, standing: Iterable[StandingFact], cosine: Cosine
+) -> StandingFact | None:
     said = word_set(fact.description)
     close = [k for k in standing if jaccard(said, word_set(k.description)) > DUPLICATE_JACCARD]
     if not close:
@@ -139,7 +159,7 @@ def _duplicate(fact: memory.FactAsserted, standing: Iterable[Known], cosine: Cos
     return close[best] if scores[best] > DUPLICATE_COSINE else None
 
 
-def _strengthened(same: Known, fact: memory.FactAsserted) -> memory.FactReconsolidated:
+def _strengthened(same: StandingFact, fact: memory.FactAsserted) -> memory.FactReconsolidated:
     """The reconsolidation a restatement of `same` brings."""
     hedged = bool(_HEDGED.search(fact.description)) and not _HEDGED.search(same.description)
     confidence = (
@@ -154,7 +174,9 @@ def _strengthened(same: Known, fact: memory.FactAsserted) -> memory.FactReconsol
     )
 
 
-def _replaced(fact: memory.FactAsserted, standing: Iterable[Known], cosine: Cosine) -> list[Known]:
+def _replaced(
+    fact: memory.FactAsserted, standing: Iterable[StandingFact], cosine: Cosine
+) -> list[StandingFact]:
     """The standing facts a statement of change ends: those naming what it says is gone, or
     else the closest one in its slot."""
     candidates = [k for k in standing if k.memory_type != "episodic" and k.relation in _STANDING]
@@ -169,7 +191,7 @@ def _replaced(fact: memory.FactAsserted, standing: Iterable[Known], cosine: Cosi
     return [slot[best]] if scores[best] >= SAME_SLOT_COSINE else []
 
 
-def _unblocked(fact: memory.FactAsserted, standing: Iterable[Known]) -> list[Known]:
+def _unblocked(fact: memory.FactAsserted, standing: Iterable[StandingFact]) -> list[StandingFact]:
     """The blocks a fix ends: the standing `blocked_by` facts about the error it solves, the
     error's entity (the tools'), or its title (a summary's "X (UNRESOLVED): ..." and a later
     one's "X: fixed by ...")."""
@@ -198,7 +220,7 @@ def _title(description: str) -> frozenset[str]:
 _UNSOLVED_WORDS = word_set("unresolved current still failing not yet fixed resolved")
 
 
-def _superseded(old: Known, by: str, fact: memory.FactAsserted, derived: Derived) -> Derived:
+def _superseded(old: StandingFact, by: str, fact: memory.FactAsserted, derived: Derived) -> Derived:
     """The end of `old`, which the fact `by` stands for now (`fact`: what was said)."""
     ended = memory.FactSuperseded(
         fact_id=old.fact_id,

@@ -25,7 +25,7 @@ import msgspec
 
 from schemas.llm import LLMUsed, Spent
 from schemas.settings import HOOKS_OFF
-from workers.extraction.llm.config import LLMSettings
+from workers.llm.config import LLMSettings
 
 MAX_TOKENS = 4096
 _TOOL = "record_memory"

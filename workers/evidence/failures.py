@@ -19,7 +19,7 @@ import msgspec
 
 from schemas.events import Event
 from schemas.text import cancelled, clean
-from workers.extraction.tool_uses import tool_uses
+from workers.evidence.tool_uses import tool_uses
 
 _EDITS = {"Edit", "Write", "MultiEdit", "NotebookEdit"}
 # what runs a program rather than being one

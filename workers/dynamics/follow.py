@@ -1,0 +1,77 @@
+"""The followers of memory's dynamics: the signals of each session that ends (and the
+preferences and recurring failures they make), and the scheduled ones: the lifecycle, its
+catch-up on what sessions ending together missed, the dream cycle, communities and decay.
+"""
+
+from collections.abc import Iterator
+
+import numpy as np
+
+from workers.dynamics import communities, consolidation, decay, dream, lifecycle, session
+from workers.thinking.follower import Derived
+from workers.thinking.reading import Reading
+
+
+def signals(reading: Reading) -> Iterator[Derived]:
+    """A finished session's signals, then the preferences and recurring failures of its project
+    that they make (workers/dynamics/session.py)."""
+    detected = list(session.detected(reading.events))
+    yield from detected
+    fresh = [(reading.id_of(d), d) for d in detected]
+    yield from session.preferences(reading.snapshot, reading.events, fresh, reading.encode)
+    yield from session.failures(reading.snapshot, reading.events)
+
+
+def promotions(reading: Reading) -> Iterator[Derived]:
+    """What the snapshot calls for at the reading's time: promotions and archivals
+    (workers/dynamics/lifecycle.py)."""
+    return lifecycle.lifecycle(reading.snapshot, reading.at)
+
+
+def catch_up(reading: Reading) -> Iterator[Derived]:
+    """The preferences and recurring failures that sessions ending together missed, as the
+    signal worker, whose events they are."""
+    return session.caught_up(reading.snapshot, reading.encode)
+
+
+def judgments(reading: Reading) -> Iterator[Derived]:
+    """Each settled recall not judged yet, used or failed (workers/dynamics/decay.py)."""
+    return decay.judgments(reading.snapshot, reading.at)
+
+
+def graph_communities(reading: Reading) -> Iterator[Derived]:
+    """The communities of each project's entity graph (workers/dynamics/communities.py)."""
+    return communities.communities_of(reading.snapshot)
+
+
+def dreams(reading: Reading) -> Iterator[Derived]:
+    """Each project's recent episodes consolidated (workers/dynamics/consolidation.py)."""
+    db, when = reading.snapshot, reading.at
+
+    def vectors_of(memory_ids: list[str]) -> dict[str, np.ndarray]:
+        return _memory_vectors(reading, memory_ids)
+
+    for project in consolidation.projects(db, when):
+        snapshot = consolidation.Snapshot(db, project, when)
+        vectors = vectors_of([e.episode_id for e in snapshot.episodes])
+        found = dream.dream(
+            snapshot.episodes, snapshot.facts, snapshot.entities, vectors, when, snapshot.known
+        )
+        yield from consolidation.dreamt(snapshot, found)
+    for project in consolidation.standing_projects(db):
+        yield from consolidation.light(db, project, vectors_of)
+
+
+def _memory_vectors(reading: Reading, memory_ids: list[str]) -> dict[str, np.ndarray]:
+    """The vectors the embedder holds for these memories (none yet: HDBSCAN has nothing to
+    cluster, and shared entities alone decide)."""
+    from projections.vectors import chunk_vectors, vector_matrix, vectors_path
+
+    settings = reading.settings
+    rows = chunk_vectors(vectors_path(settings.projections_dir, settings.embedding_model), memory_ids)
+    if not rows.num_rows:
+        return {}
+    chunks: dict[str, list[np.ndarray]] = {}
+    for memory_id, vector in zip(rows.column("memory_id").to_pylist(), vector_matrix(rows), strict=True):
+        chunks.setdefault(memory_id, []).append(vector)
+    return consolidation.memory_vectors(chunks)

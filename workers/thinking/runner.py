@@ -1,0 +1,185 @@
+"""The one RQ job every thinking worker runs as: `run(name, cause)`.
+
+It loads the events the follower follows (a batch's, from the segment the dispatcher wrote; a
+session's, from the whole log), opens a `Reading`, calls the follower's `derive`, and emits what
+it derives through one `Emitter` under the follower's worker, so ids follow from the worker and
+the causes; it counts and logs what it emitted. `dispatch` is how the dispatcher hands it a
+batch: one job per follower of batches, one per follower of session ends and session ended.
+
+A job that fails is tried again after 5 s and 30 s; one that failed three times stays in RQ's
+failed-job registry, which `reverie status` lists with its error. Jobs read the segments where
+the dispatcher wrote them: every worker must share the stack's data directory.
+"""
+
+import os
+from collections import Counter
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+import msgspec
+import pyarrow as pa
+import pyarrow.compute as pc
+import redis
+import structlog
+from rq import Queue, Retry, get_current_job
+from rq.job import Job
+
+from ingest.emit import Emitter
+from projections.event_log import EventLog, Quarantined, to_events
+from schemas.events import Event
+from schemas.kinds import SESSION_ENDED, SOURCE_WORKER
+from schemas.registry import DERIVED_KINDS
+from schemas.settings import Settings
+from workers.logs import quarantine_logger
+from workers.thinking.follower import Batches, Follower, SessionEnds
+from workers.thinking.reading import Reading
+from workers.thinking.registry import named, registered
+
+log = structlog.get_logger("reverie.thinking")
+RETRY_AFTER_S = [5, 30]
+
+
+class Segment(msgspec.Struct, frozen=True):
+    """A batch: the events `ids` the dispatcher archived in the segment `path`."""
+
+    path: str
+    ids: list[str]
+
+
+class Session(msgspec.Struct, frozen=True):
+    """A session that ended: all its events, read from the log."""
+
+    session_id: str
+
+
+Cause = Segment | Session | None
+
+
+def run(
+    name: str,
+    cause: Cause = None,
+    client: "redis.Redis | None" = None,
+    settings: Settings | None = None,
+    at: datetime | None = None,
+) -> dict[str, int]:
+    """Run the follower `name` on `cause` (none for a scheduled one), at `at` (by default now),
+    emitting to `client` (by default the job's own connection) what it derives from the data of
+    `settings` (by default the environment's); how many events of each kind."""
+    follower = named(name)
+    settings = settings or Settings.from_env()
+    events = _events(cause, settings)
+    emitted: Counter[str] = Counter()
+    with (
+        Reading(settings, follower.worker, events, at or datetime.now(UTC)) as reading,
+        Emitter(client or _job_connection(), SOURCE_WORKER, follower.worker) as out,
+    ):
+        for each in follower.deriving()(reading):
+            out.emit(
+                each.kind,
+                each.payload,
+                project=each.project,
+                session_id=each.session_id,
+                caused_by=each.caused_by,
+                key=each.key,
+            )
+            emitted[each.kind] += 1
+    log.info(f"{name}.ran", cause=_said(cause), events=len(events), emitted=dict(emitted))
+    return dict(emitted)
+
+
+def enqueue(
+    queue: Queue, follower: Follower, cause: Cause = None, retry_after_s: Sequence[int] = RETRY_AFTER_S
+) -> Job:
+    """Have a worker run `follower` on `cause` (tried again after each of `retry_after_s`)."""
+    return queue.enqueue(
+        run,
+        follower.name,
+        cause,
+        retry=Retry(max=len(retry_after_s), interval=list(retry_after_s)),
+        job_timeout=follower.timeout_s,
+        description=f"{follower.name} of {_said(cause)}",
+    )
+
+
+def dispatch(queue: Queue, segment: str, events: Sequence[tuple[str, str, str | None]]) -> None:
+    """What the dispatcher does with a batch it archived in `segment` (each event's id, kind and
+    session): a job for each follower of batches, over its observed events, and one for each
+    follower of session ends and each session it ends."""
+    observed = [event_id for event_id, kind, _ in events if kind not in DERIVED_KINDS]
+    ended = sorted({session for _, kind, session in events if kind == SESSION_ENDED and session})
+    for follower in registered():
+        match follower.follows:
+            case Batches() if observed:
+                enqueue(queue, follower, Segment(segment, observed))
+            case SessionEnds():
+                for session_id in ended:
+                    enqueue(queue, follower, Session(session_id))
+
+
+def session_events(event_log_dir: str, session_id: str) -> list[Event]:
+    """Every event of a session, from the segments that hold some (their session ids first)."""
+    event_log = EventLog(event_log_dir, quarantine_logger(log))
+    found: list[Event] = []
+    for path in event_log.segments():
+        ids = event_log.read(path, ["session_id"])
+        if ids is None or not pc.any(pc.equal(ids.column("session_id"), session_id)).as_py():
+            continue
+        if (table := event_log.read(path)) is not None:
+            found += to_events(table.filter(pc.equal(table.column("session_id"), session_id)))
+    return found
+
+
+def _events(cause: Cause, settings: Settings) -> list[Event]:
+    match cause:
+        case Segment(path, ids):
+            return _batch(path, set(ids))
+        case Session(session_id):
+            events = session_events(settings.event_log_dir, session_id)
+            if not events:  # archived later than it was dispatched: the retry finds them
+                raise LookupError(f"no event of session {session_id} is in the log yet")
+            return events
+        case None:
+            return []
+
+
+def _batch(segment: str, ids: set[str]) -> list[Event]:
+    """The events `ids` from `segment`, or from the whole log if a compaction merged it away.
+
+    A segment damaged since it was written is set aside, and what it still holds is read."""
+    set_aside: list[Quarantined] = []
+    warn = quarantine_logger(log)
+
+    def note(quarantined: Quarantined) -> None:
+        set_aside.append(quarantined)
+        warn(quarantined)
+
+    event_log = EventLog(os.path.dirname(segment), note)
+    table = event_log.read(segment)
+    if table is None and not set_aside:  # merged into a larger segment meanwhile
+        tables = [t for path in event_log.segments() if (t := event_log.read(path)) is not None]
+        table = pa.concat_tables(tables) if tables else None
+        if table is None or not pc.any(pc.is_in(table.column("id"), pa.array(sorted(ids)))).as_py():
+            raise FileNotFoundError(
+                f"neither {segment} nor its events are here: "
+                "every worker must share the stack's data directory"
+            )
+    if table is None:
+        return []
+    return to_events(table.filter(pc.is_in(table.column("id"), pa.array(sorted(ids)))))
+
+
+def _job_connection() -> "redis.Redis":
+    job = get_current_job()
+    if job is None:
+        raise RuntimeError("not in an RQ job: give the Redis client to emit to")
+    return job.connection
+
+
+def _said(cause: Cause) -> str:
+    match cause:
+        case Segment(path, ids):
+            return f"{len(ids)} events of {os.path.basename(path)}"
+        case Session(session_id):
+            return f"session {session_id}"
+        case None:
+            return "the schedule"
