@@ -1,5 +1,7 @@
 """LanceDB search latency at N memories: vector top-10 and hybrid top-10 (vector + full text, RRF).
 
+Recall does not search LanceDB (it reads the table into memory: docs/recall.md); this measures
+LanceDB's own searches over the indexes the embedder builds, should recall ever go back to them.
 Builds the vectors the way the embedder keeps them (projections/vectors.py: the same table,
 the same indexes, made by Vectors.maintain). The rows are LoCoMo dialog turns embedded by the
 real model; embedding 100k texts would take the model ten minutes here, so each real row is
@@ -21,7 +23,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pyarrow as pa
@@ -33,7 +35,13 @@ from benchmarks.common import locomo_questions, locomo_turns  # noqa: E402
 from projections.embeddings import content_hash, load_encoder  # noqa: E402
 from projections.vectors import Vectors  # noqa: E402
 
+if TYPE_CHECKING:
+    from lancedb.query import LanceHybridQueryBuilder, LanceVectorQueryBuilder
+
 NOISE = 0.02
+# The ANN index compares quantized vectors; re-ranking 10x the candidates with the full ones
+# raises its recall@10 against flat search from 0.76 to 0.97 for 1.5 ms at 100k chunks.
+REFINE = 10
 
 
 def rows(texts: list[str], matrix: np.ndarray[Any, Any], n: int, seed: int = 7) -> pa.Table:
@@ -56,6 +64,21 @@ def rows(texts: list[str], matrix: np.ndarray[Any, Any], n: int, seed: int = 7) 
             "vector": pa.FixedSizeListArray.from_arrays(vectors.ravel(), matrix.shape[1]),
         }
     )
+
+
+def nearest(store: Vectors, vector: list[float], limit: int) -> pa.Table:
+    """The `limit` chunks closest to `vector` (cosine)."""
+    query = cast("LanceVectorQueryBuilder", store.table.search(vector))
+    return query.distance_type("cosine").refine_factor(REFINE).limit(limit).to_arrow()
+
+
+def hybrid(store: Vectors, text: str, vector: list[float], limit: int) -> pa.Table:
+    """The `limit` chunks that rank best by vector and by full text, fused by reciprocal rank."""
+    from lancedb.rerankers import RRFReranker
+
+    query = cast("LanceHybridQueryBuilder", store.table.search(query_type="hybrid"))
+    query = query.vector(vector).text(text).distance_type("cosine").refine_factor(REFINE)
+    return query.rerank(RRFReranker()).limit(limit).to_arrow()
 
 
 def latencies(search: Callable[[int], Any], queries: int) -> list[float]:
@@ -88,21 +111,21 @@ def main() -> None:
         for start in range(0, table.num_rows, 20_000):
             store.add(table.slice(start, 20_000))
 
-        def nearest(i: int) -> pa.Table:
-            return store.nearest(asked[i].tolist(), 10)
+        def vector_top10(i: int) -> pa.Table:
+            return nearest(store, asked[i].tolist(), 10)
 
-        def hybrid(i: int) -> pa.Table:
-            return store.hybrid(questions[i], asked[i].tolist(), 10)
+        def hybrid_top10(i: int) -> pa.Table:
+            return hybrid(store, questions[i], asked[i].tolist(), 10)
 
-        flat = latencies(nearest, args.queries)
-        exact = [set(nearest(i)["memory_id"].to_pylist()) for i in range(args.queries)]
+        flat = latencies(vector_top10, args.queries)
+        exact = [set(vector_top10(i)["memory_id"].to_pylist()) for i in range(args.queries)]
         started = time.perf_counter()
         store.maintain()
         index_s = time.perf_counter() - started
         indexes = sorted(i.index_type for i in store.table.list_indices())
-        vector = latencies(nearest, args.queries)
-        found = [set(nearest(i)["memory_id"].to_pylist()) for i in range(args.queries)]
-        both = latencies(hybrid, args.queries)
+        vector = latencies(vector_top10, args.queries)
+        found = [set(vector_top10(i)["memory_id"].to_pylist()) for i in range(args.queries)]
+        both = latencies(hybrid_top10, args.queries)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

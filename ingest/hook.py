@@ -133,11 +133,6 @@ def _disarm() -> None:
     _signal.setitimer(_signal.ITIMER_REAL, 0)
 
 
-def record_hook(argv: list[str], stdin: BinaryIO | None, environ: Environ) -> str:
-    """Turn one hook invocation into an event; where it went: stream, spool or dead-letter."""
-    return handle_hook(argv, stdin, environ)[0]
-
-
 def handle_hook(argv: list[str], stdin: BinaryIO | None, environ: Environ) -> tuple[str, bytes]:
     """Record the event (where it went: stream, spool or dead-letter), and what to print:
     recalled memories for UserPromptSubmit and SessionStart, else nothing."""

@@ -20,7 +20,7 @@ import hashlib
 import os
 import re
 from datetime import timedelta
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
@@ -31,7 +31,6 @@ from projections.literals import string_literal
 from schemas.files import write_durably
 
 if TYPE_CHECKING:
-    from lancedb.query import LanceHybridQueryBuilder, LanceVectorQueryBuilder
     from lancedb.table import Table
 
 Vector = npt.NDArray[np.float32]
@@ -48,10 +47,6 @@ ANN_MIN_ROWS = 10_000
 # outside the indexes are searched one by one, which costs little for vectors but much for full
 # text over long rows (4,750 long rows outside the index took a search from 5 ms to 650 ms).
 _STALE_ROWS = 1_000
-# The ANN index compares quantized vectors; re-ranking 10x the candidates with the full ones
-# raises its recall@10 against flat search from 0.76 to 0.97 for 1.5 ms at 100k chunks
-# (benchmarks/vector_search.py). Longer lists re-rank about 100 candidates, at least twice theirs.
-_REFINE = 10
 # How stale a reader's view of the tables may be: the recall service sees what the embedder
 # wrote within this (LanceDB's default is never).
 _FRESH = timedelta(seconds=1)
@@ -154,26 +149,10 @@ class Vectors:
         pq.write_table(self.held(), sink)
         write_durably(self.path, MANIFEST, sink.getvalue().to_pybytes())
 
-    def nearest(self, vector: list[float], limit: int = 10, where: str | None = None) -> pa.Table:
-        """The `limit` chunks closest to `vector` (cosine), among those `where` keeps."""
-        query = cast("LanceVectorQueryBuilder", self.table.search(vector))
-        query = query.distance_type("cosine").refine_factor(max(2, _REFINE * 10 // max(limit, 1)))
-        if where:
-            query = query.where(where, prefilter=True)
-        return query.limit(limit).to_arrow()
-
     def rows_of(self, memory_ids: list[str], columns: list[str]) -> pa.Table:
         """The `columns` of the chunks of these memories."""
         query = self.table.search().where(f"memory_id IN ({', '.join(map(string_literal, memory_ids))})")
         return query.select(columns).limit(None).to_arrow()
-
-    def hybrid(self, text: str, vector: list[float], limit: int = 10) -> pa.Table:
-        """The `limit` chunks that rank best by vector and by full text, fused by reciprocal rank."""
-        from lancedb.rerankers import RRFReranker
-
-        query = cast("LanceHybridQueryBuilder", self.table.search(query_type="hybrid"))
-        query = query.vector(vector).text(text).distance_type("cosine").refine_factor(_REFINE)
-        return query.rerank(RRFReranker()).limit(limit).to_arrow()
 
 
 def chunk_vectors(path: str, memory_ids: list[str]) -> pa.Table:

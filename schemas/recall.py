@@ -66,9 +66,6 @@ class Window(msgspec.Struct, frozen=True):
     end: datetime
     vague: bool = False
 
-    def __contains__(self, moment: datetime) -> bool:
-        return self.start <= moment < self.end
-
 
 class Scored(msgspec.Struct, frozen=True):
     """A recalled memory, with every component of its score (see `reverie recall --explain`)."""

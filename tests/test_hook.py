@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from ingest import hook
 from ingest.dead_letters import count_dead_letters
 from ingest.envelope import Rejected
-from ingest.hook import parse_payload, record_hook
+from ingest.hook import handle_hook, parse_payload
 from ingest.spool import spooled
 from ingest.truncate import EVENT_LIMIT, MAX_DEPTH, MAX_INPUT
 from schemas.dead_letters import DeadLetter
@@ -32,6 +32,11 @@ from tests.conftest import BIN, run_hook, wait_for
 class Pipe(io.BytesIO):
     def isatty(self) -> bool:
         return False
+
+
+def record_hook(argv: list[str], stdin: io.BytesIO, environ: dict[str, str]) -> str:
+    """Where the hook put what it was given: stream, spool or dead-letter."""
+    return handle_hook(argv, stdin, environ)[0]
 
 
 def offline_env(home: str) -> dict[str, str]:

@@ -1,10 +1,11 @@
 """structlog set-up: JSON lines in worker processes, readable lines on a terminal.
 
 Libraries that log through the standard library (RQ does) go through the same renderer. A log
-line that cannot be written (a full disk under the log file, a closed terminal) is dropped
-and counted, never raised: no process of the stack dies because its log could not be written.
+line that cannot be written (a full disk under the log file, a closed terminal) is dropped,
+never raised: no process of the stack dies because its log could not be written.
 """
 
+import contextlib
 import logging
 import sys
 from typing import TYPE_CHECKING, TextIO
@@ -22,24 +23,20 @@ _SHARED: list[structlog.typing.Processor] = [
 
 
 class ForgivingStream:
-    """A text stream whose failed writes are dropped and counted instead of raised."""
+    """A text stream whose failed writes are dropped instead of raised."""
 
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream
-        self.dropped = 0
 
     def write(self, text: str) -> int:
         try:
             return self.stream.write(text)
         except (OSError, ValueError):  # no space left, a broken pipe, a closed file
-            self.dropped += 1
             return 0
 
     def flush(self) -> None:
-        try:
+        with contextlib.suppress(OSError, ValueError):
             self.stream.flush()
-        except (OSError, ValueError):
-            self.dropped += 1
 
     def isatty(self) -> bool:
         return self.stream.isatty()
