@@ -32,7 +32,7 @@ import numpy as np
 import pyarrow as pa
 from rq import Queue, Worker
 
-from projections.vectors import Vectors, vectors_path
+from projections.vectors import Vectors
 from reverie.testing import Folding, event_at
 from schemas import kinds, memory
 from schemas.events import Event
@@ -111,7 +111,7 @@ def build(settings: Settings, sessions: int, facts_per_session: int) -> dict[str
             ),
         }
     )
-    Vectors(vectors_path(settings.projections_dir, settings.embedding_model), DIM).add(rows)
+    Vectors(settings.vectors_dir, DIM).add(rows)
     return {"sessions": sessions, "episodes": sessions, "facts": facts}
 
 

@@ -32,7 +32,7 @@ from projections import sql  # noqa: E402
 from projections.embeddings import load_encoder  # noqa: E402
 from projections.recall.memories import Memories  # noqa: E402
 from projections.recall.pipeline import Recaller  # noqa: E402
-from projections.vectors import Vectors, vectors_path  # noqa: E402
+from projections.vectors import Vectors  # noqa: E402
 from schemas.settings import Settings  # noqa: E402
 from workers.redis_client import connect  # noqa: E402
 from workers.status import stack_status  # noqa: E402
@@ -144,7 +144,7 @@ def main() -> None:
         if not set(dia_of) <= embedded_turns(settings):  # a kept --home holds them already
             ingest(settings, events, set(dia_of))
         encoder = load_encoder(settings.embedding_model)
-        vectors = Vectors(vectors_path(settings.projections_dir, settings.embedding_model), encoder.dim)
+        vectors = Vectors(settings.vectors_dir, encoder.dim)
         recaller = Recaller(encoder, vectors, Memories(settings))
         scores, latencies = evaluate(recaller, samples, dia_of, ends)
     finally:

@@ -45,7 +45,6 @@ from ingest.emit import append  # noqa: E402
 from ingest.project import project_of  # noqa: E402
 from projections.chunking import chunk  # noqa: E402
 from projections.embeddings import EmbeddingCache, content_hash, load_encoder  # noqa: E402
-from projections.vectors import vectors_root  # noqa: E402
 from schemas.prompt import gist  # noqa: E402
 from schemas.recall import REQUEST_LIMIT  # noqa: E402
 from schemas.settings import Settings  # noqa: E402
@@ -75,8 +74,8 @@ def fill_cache(settings: Settings, texts: list[str], seed: int = 7) -> None:
     )
     vectors = (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
     assert all(chunk(t) == [t] for t in texts), "every memory is one chunk"
-    os.makedirs(vectors_root(settings.projections_dir), exist_ok=True)
-    cache = EmbeddingCache(os.path.join(vectors_root(settings.projections_dir), CACHE))
+    os.makedirs(settings.vectors_root, exist_ok=True)
+    cache = EmbeddingCache(os.path.join(settings.vectors_root, CACHE))
     try:
         cache.put(settings.embedding_model, [content_hash(t) for t in texts], vectors)
     finally:

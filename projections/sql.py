@@ -29,7 +29,7 @@ from projections.folds import FACTS_AS_OF, FACTS_CURRENT, SCHEMA
 from projections.folds.base import TEXT_MACROS
 from projections.literals import string_literal
 from projections.store import current_store, unreadable
-from projections.vectors import MANIFEST, vectors_path
+from projections.vectors import MANIFEST
 from schemas.settings import Settings
 
 ANALYTICS_SQL = (Path(__file__).parent / "analytics.sql").read_text()
@@ -183,7 +183,7 @@ def _snapshot_damage(settings: Settings) -> None:
 
 
 def _manifest(settings: Settings) -> str:
-    return os.path.join(vectors_path(settings.projections_dir, settings.embedding_model), MANIFEST)
+    return os.path.join(settings.vectors_dir, MANIFEST)
 
 
 def _embedded_view(db: duckdb.DuckDBPyConnection, manifest: str) -> None:

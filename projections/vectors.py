@@ -16,9 +16,7 @@ as Parquet (memory_health.embedding_coverage).
 lancedb is imported on first use: it costs seconds, and `reverie sql` only needs the paths.
 """
 
-import hashlib
 import os
-import re
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
@@ -35,9 +33,6 @@ if TYPE_CHECKING:
 
 Vector = npt.NDArray[np.float32]
 
-# Bump when the rows (5: projects are paths) or the chunking change: the vectors are then rebuilt,
-# from the cache.
-LAYOUT = 5
 TABLE = "memories"
 MANIFEST = "embedded.parquet"
 # Below this many chunks a flat scan answers within about 6 ms (0.6 ms per 1,000 chunks here,
@@ -70,17 +65,6 @@ def _columns(dim: int) -> list[pa.Field]:
 
 def row_schema(dim: int) -> pa.Schema:
     return pa.schema(_columns(dim))
-
-
-def vectors_root(projections_dir: str) -> str:
-    return os.path.join(projections_dir, "vectors")
-
-
-def vectors_path(projections_dir: str, model: str) -> str:
-    """Where the vectors of `model` live; another model or layout is another database."""
-    version = hashlib.blake2b(f"{model}\n{LAYOUT}".encode(), digest_size=4).hexdigest()
-    slug = re.sub(r"[^A-Za-z0-9.]+", "-", model).strip("-")[-48:]
-    return os.path.join(vectors_root(projections_dir), f"{slug}-{version}")
 
 
 class Vectors:

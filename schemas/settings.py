@@ -49,6 +49,9 @@ CONNECTION_FILE = "connection.env"
 # what the connection file may set (a Redis password and the recall token are its reason to be)
 CONNECTION_NAMES = ("REDIS_URL", "REVERIE_RECALL_URL", "REVERIE_RECALL_TOKEN")
 _CONNECTION_LIMIT = 1 << 16  # bytes: a connection file is a few lines
+# Bump when the vectors' rows (5: projects are paths) or their chunking change: they are then
+# rebuilt, from the embedding cache, in a database of their own (Settings.vectors_dir).
+VECTORS_LAYOUT = 5
 # Unix socket paths must fit in sun_path (108 bytes on Linux).
 _MAX_SOCKET_PATH = 100
 
@@ -265,6 +268,23 @@ class Settings:
     def projections_dir(self) -> str:
         """The tables folded from the log (DuckDB), rebuilt by `reverie replay`, and the vectors."""
         return self._path("projections")
+
+    @property
+    def vectors_root(self) -> str:
+        """The vectors (projections/vectors.py): the embedder's lock, the embedding cache, and a
+        LanceDB database per model and layout."""
+        return os.path.join(self.projections_dir, "vectors")
+
+    @property
+    def vectors_dir(self) -> str:
+        """The LanceDB database of this model's vectors: another model or layout is another one."""
+        import hashlib
+        import re
+
+        model = self.embedding_model
+        version = hashlib.blake2b(f"{model}\n{VECTORS_LAYOUT}".encode(), digest_size=4).hexdigest()
+        slug = re.sub(r"[^A-Za-z0-9.]+", "-", model).strip("-")[-48:]
+        return os.path.join(self.vectors_root, f"{slug}-{version}")
 
     @property
     def redis_dir(self) -> str:

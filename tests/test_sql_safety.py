@@ -17,7 +17,7 @@ from ingest.dead_letters import write_dead_letter
 from projections.event_log import EventLog
 from projections.projector import replay
 from projections.store import current_store
-from projections.vectors import MANIFEST, vectors_path
+from projections.vectors import MANIFEST
 from schemas.events import decode_event
 from schemas.settings import Settings
 from tests.conftest import BIN, typed
@@ -41,7 +41,7 @@ def segment(settings: Settings) -> str:
     path = EventLog(settings.event_log_dir).append([decode_event(event(f"p{i}")[1]) for i in range(3)])
     write_dead_letter(settings.dead_letter_dir, "hook", "not JSON", b"garbage")
     replay(settings.event_log_dir, settings.projections_dir)
-    vectors = vectors_path(settings.projections_dir, settings.embedding_model)
+    vectors = settings.vectors_dir
     os.makedirs(vectors)
     pq.write_table(pa.table({"memory_id": ["m1"], "content_hash": ["h1"]}), os.path.join(vectors, MANIFEST))
     return path

@@ -210,8 +210,9 @@ def test_the_cache_is_kept_per_model(encoder: Encoder, tmp_path: Any) -> None:
 
 def test_another_model_gets_vectors_of_its_own(settings: Settings) -> None:
     other = Settings(settings.home, embedding_model="sentence-transformers/all-mpnet-base-v2")
-    assert vectors.vectors_path(settings.projections_dir, settings.embedding_model) != vectors.vectors_path(
-        other.projections_dir, other.embedding_model
+    assert settings.vectors_dir != other.vectors_dir
+    assert (
+        os.path.dirname(settings.vectors_dir) == os.path.dirname(other.vectors_dir) == settings.vectors_root
     )
 
 

@@ -12,27 +12,27 @@ import structlog
 from projections import sql
 from projections.embedder import Embedder, SyncProgress, SyncReport
 from projections.embeddings import EmbeddingCache, Encoder, load_encoder
-from projections.vectors import Vectors, vectors_path, vectors_root
+from projections.vectors import Vectors
 from schemas.files import Busy, lock_directory
 from schemas.settings import Settings
 
 log = structlog.get_logger("reverie.embedder")
 CACHE = "embedding-cache.duckdb"
-_VECTORS_DIR = re.compile(r"[A-Za-z0-9.-]+-[0-9a-f]{8}")  # see vectors_path
+_VECTORS_DIR = re.compile(r"[A-Za-z0-9.-]+-[0-9a-f]{8}")  # see Settings.vectors_dir
 _MAX_BACKOFF_S = 60.0
 
 
 def lock_vectors(settings: Settings) -> TextIO:
     """Hold the vectors for this process alone (one embedder); keep the handle open."""
-    root = vectors_root(settings.projections_dir)
+    root = settings.vectors_root
     return lock_directory(root, f"another process is embedding into {root}")
 
 
 def open_embedder(settings: Settings, encoder: Encoder | None = None) -> Embedder:
     """The embedder of `settings`' model; slow unless given the `encoder`, loaded already."""
     encoder = encoder or load_encoder(settings.embedding_model)
-    vectors = Vectors(vectors_path(settings.projections_dir, settings.embedding_model), encoder.dim)
-    cache = EmbeddingCache(os.path.join(vectors_root(settings.projections_dir), CACHE))
+    vectors = Vectors(settings.vectors_dir, encoder.dim)
+    cache = EmbeddingCache(os.path.join(settings.vectors_root, CACHE))
     return Embedder(encoder, cache, vectors)
 
 
@@ -49,7 +49,7 @@ def sync_once(
 
 def prune_vectors(settings: Settings, keep: str) -> None:
     """Remove the vectors of other models and layouts (the cache keeps their embeddings)."""
-    for entry in os.scandir(vectors_root(settings.projections_dir)):
+    for entry in os.scandir(settings.vectors_root):
         if entry.is_dir() and _VECTORS_DIR.fullmatch(entry.name) and entry.path != keep:
             shutil.rmtree(entry.path, ignore_errors=True)
 

@@ -33,7 +33,7 @@ from projections.embeddings import load_encoder
 from projections.recall import context
 from projections.recall.memories import Memories
 from projections.recall.pipeline import Overdue, Recaller
-from projections.vectors import Vectors, vectors_path
+from projections.vectors import Vectors
 from schemas import handshake
 from schemas.files import private_directory, write_durably
 from schemas.kinds import MEMORY_RETRIEVED, SOURCE_WORKER
@@ -264,7 +264,7 @@ def _tcp_server(settings: Settings, service: RecallService) -> _TCPServer | None
 
 def open_recaller(settings: Settings, follow: bool = True) -> Recaller:
     encoder = load_encoder(settings.embedding_model)
-    vectors = Vectors(vectors_path(settings.projections_dir, settings.embedding_model), encoder.dim)
+    vectors = Vectors(settings.vectors_dir, encoder.dim)
     return Recaller(encoder, vectors, Memories(settings, follow))
 
 

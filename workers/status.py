@@ -16,7 +16,7 @@ from ingest.spool import spooled
 from projections import sql
 from projections.event_log import EventLog, Quarantined
 from projections.store import current_store
-from projections.vectors import MANIFEST, vectors_path
+from projections.vectors import MANIFEST
 from schemas.settings import GROUP, QUEUE, STREAM, Settings
 from workers.dispatcher import HEARTBEAT_PREFIX, Heartbeat
 from workers.llm.config import BadSettings, llm_settings
@@ -94,7 +94,7 @@ def _snapshot(settings: Settings) -> str | None:
 
 
 def _manifest(settings: Settings) -> str:
-    return os.path.join(vectors_path(settings.projections_dir, settings.embedding_model), MANIFEST)
+    return os.path.join(settings.vectors_dir, MANIFEST)
 
 
 def _disk(settings: Settings) -> tuple[int, bool] | None:

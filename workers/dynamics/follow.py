@@ -65,10 +65,10 @@ def dreams(reading: Reading) -> Iterator[Derived]:
 def _memory_vectors(reading: Reading, memory_ids: list[str]) -> dict[str, np.ndarray]:
     """The vectors the embedder holds for these memories (none yet: HDBSCAN has nothing to
     cluster, and shared entities alone decide)."""
-    from projections.vectors import chunk_vectors, vector_matrix, vectors_path
+    from projections.vectors import chunk_vectors, vector_matrix
 
     settings = reading.settings
-    rows = chunk_vectors(vectors_path(settings.projections_dir, settings.embedding_model), memory_ids)
+    rows = chunk_vectors(settings.vectors_dir, memory_ids)
     if not rows.num_rows:
         return {}
     chunks: dict[str, list[np.ndarray]] = {}
