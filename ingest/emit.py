@@ -11,6 +11,9 @@ recall service's feedback, the workers that think, the command line) emits throu
 - redacted and cut like the hook's (`envelope.encode_event`);
 - sent pipelined, `batch` events per round trip.
 
+What must be on the server's disk before anything else happens (the spool's files are deleted
+next) is appended by ingest/spool.py's `append_durably`, with redis-py through `pipelined`.
+
 A derived event's id is a function of the worker, its version, the kind, the events it came
 from and what it says (its `key`, by default its payload), and its time is its newest cause's:
 a job run twice, or on two machines at once, emits the same ids, and the dispatcher keeps one
@@ -21,7 +24,7 @@ from the transcript's lines).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -29,14 +32,16 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ingest.envelope import Rejected, encode_event
+from ingest.spool import xadd
 from schemas.ids import derived_event_id, id_time_ms, new_event_id
 from schemas.registry import KINDS
-from schemas.settings import STREAM
 
 if TYPE_CHECKING:
     import redis
 
-__all__ = ["Emitter", "Rejected", "Worker", "append", "encode"]
+    from ingest.spool import Command
+
+__all__ = ["Emitter", "Rejected", "Worker", "append", "encode", "pipelined"]
 
 
 class Worker(msgspec.Struct, frozen=True):
@@ -124,13 +129,22 @@ def encode(
     return event_id, data
 
 
+def pipelined(client: redis.Redis) -> Callable[[list[Command]], list[object]]:
+    """How `client` runs commands in one round trip, as ingest/spool.py's `append_durably` asks."""
+
+    def send(commands: list[Command]) -> list[object]:
+        pipe = client.pipeline(transaction=False)
+        for command in commands:
+            pipe.execute_command(*command)  # type: ignore[no-untyped-call]
+        replies: list[object] = pipe.execute()
+        return replies
+
+    return send
+
+
 def append(client: redis.Redis, encoded: Sequence[bytes]) -> None:
-    """Append events already encoded to the stream, in one round trip: the Emitter's sending,
-    and the dispatcher's for what the hooks spooled."""
-    pipe = client.pipeline(transaction=False)
-    for data in encoded:
-        pipe.xadd(STREAM, {"e": data})
-    pipe.execute()
+    """Append events already encoded to the stream, in one round trip (the Emitter's sending)."""
+    pipelined(client)([xadd(data) for data in encoded])
 
 
 class Emitter:
