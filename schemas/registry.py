@@ -1,10 +1,14 @@
-"""The registry of event kinds: each kind's payload Struct, whether it is observed or derived,
-and the family of folds that projects it.
+"""The registry of event kinds.
+
+A kind: its payload Struct, whether it is observed or derived, the family of folds that
+projects it, and for a derived kind its subject, the payload field naming what it is about
+(provenance's subject: how `reverie why` finds the events about a memory). The provenance
+fold is generated from these, so no kind is left out.
 
 Adding a kind is its name (schemas/kinds.py, where the hook finds the observed ones), its
 payload Struct (schemas/observed.py for what is observed, schemas/memory.py for what the workers
 that think derive), one line below, and one fold in its family (projections/folds/<family>.py).
-A test checks that the registry, the names and the folds agree.
+A test checks that the registry, the names, the folds and what is generated agree.
 """
 
 from typing import Literal
@@ -26,14 +30,16 @@ class Kind(msgspec.Struct, frozen=True):
     payload: type[msgspec.Struct]
     derived: bool  # appended by a worker that thinks, from the events in its `caused_by`
     family: Family
+    subject: str | None = None  # a derived kind's: the payload field naming what it is about
 
 
 def _observed(name: str, payload: type[msgspec.Struct], family: Family) -> Kind:
     return Kind(name, payload, False, family)
 
 
-def _derived(name: str, payload: type[msgspec.Struct], family: Family) -> Kind:
-    return Kind(name, payload, True, family)
+def _derived(name: str, payload: type[msgspec.Struct], family: Family, subject: str | None) -> Kind:
+    """`subject` None: about nothing that has an id (what an LLM call cost)."""
+    return Kind(name, payload, True, family, subject)
 
 
 KINDS: dict[str, Kind] = {
@@ -56,26 +62,28 @@ KINDS: dict[str, Kind] = {
         _observed(kinds.MEMORY_RETRIEVED, observed.MemoryRetrieved, "dynamics"),
         _observed(kinds.MEMORY_FORGOTTEN, observed.MemoryForgotten, "dynamics"),
         _observed(kinds.PROJECT_IDENTIFIED, observed.ProjectIdentified, "sessions"),
-        _derived(kinds.ENTITY_OBSERVED, memory.EntityObserved, "facts"),
-        _derived(kinds.FACT_ASSERTED, memory.FactAsserted, "facts"),
-        _derived(kinds.FACT_SUPERSEDED, memory.FactSuperseded, "facts"),
-        _derived(kinds.FACT_RECONSOLIDATED, memory.FactReconsolidated, "facts"),
-        _derived(kinds.FACT_EXPIRED, memory.FactExpired, "facts"),
-        _derived(kinds.OPINION_FORMED, memory.OpinionFormed, "facts"),
-        _derived(kinds.OPINION_REVISED, memory.OpinionRevised, "facts"),
-        _derived(kinds.OBSERVATION_FORMED, memory.ObservationFormed, "facts"),
-        _derived(kinds.EPISODE_RECORDED, memory.EpisodeRecorded, "episodes"),
-        _derived(kinds.EPISODE_CONSOLIDATED, memory.EpisodeConsolidated, "episodes"),
-        _derived(kinds.SIGNAL_DETECTED, memory.SignalDetected, "signals"),
-        _derived(kinds.PREFERENCE_CRYSTALLIZED, memory.PreferenceCrystallized, "signals"),
-        _derived(kinds.FAILURE_RECURRING, memory.FailureRecurring, "signals"),
-        _derived(kinds.ACTIVATION_RECORDED, memory.ActivationRecorded, "dynamics"),
-        _derived(kinds.TIER_PROMOTED, memory.TierPromoted, "dynamics"),
-        _derived(kinds.COMMUNITY_DETECTED, memory.CommunityDetected, "dynamics"),
-        _derived(kinds.LLM_USED, llm.LLMUsed, "costs"),
+        _derived(kinds.ENTITY_OBSERVED, memory.EntityObserved, "facts", "entity_id"),
+        _derived(kinds.FACT_ASSERTED, memory.FactAsserted, "facts", "fact_id"),
+        _derived(kinds.FACT_SUPERSEDED, memory.FactSuperseded, "facts", "fact_id"),
+        _derived(kinds.FACT_RECONSOLIDATED, memory.FactReconsolidated, "facts", "fact_id"),
+        _derived(kinds.FACT_EXPIRED, memory.FactExpired, "facts", "fact_id"),
+        _derived(kinds.OPINION_FORMED, memory.OpinionFormed, "facts", "opinion_id"),
+        _derived(kinds.OPINION_REVISED, memory.OpinionRevised, "facts", "opinion_id"),
+        _derived(kinds.OBSERVATION_FORMED, memory.ObservationFormed, "facts", "observation_id"),
+        _derived(kinds.EPISODE_RECORDED, memory.EpisodeRecorded, "episodes", "episode_id"),
+        _derived(kinds.EPISODE_CONSOLIDATED, memory.EpisodeConsolidated, "episodes", "episode_id"),
+        _derived(kinds.SIGNAL_DETECTED, memory.SignalDetected, "signals", "signal_id"),
+        _derived(kinds.PREFERENCE_CRYSTALLIZED, memory.PreferenceCrystallized, "signals", "preference_id"),
+        _derived(kinds.FAILURE_RECURRING, memory.FailureRecurring, "signals", "failure_id"),
+        _derived(kinds.ACTIVATION_RECORDED, memory.ActivationRecorded, "dynamics", "memory_id"),
+        _derived(kinds.TIER_PROMOTED, memory.TierPromoted, "dynamics", "memory_id"),
+        _derived(kinds.COMMUNITY_DETECTED, memory.CommunityDetected, "dynamics", "community_id"),
+        _derived(kinds.LLM_USED, llm.LLMUsed, "costs", None),
     )
 }
 DERIVED_KINDS = frozenset(name for name, kind in KINDS.items() if kind.derived)
+# the payload fields derived events name their subject by, each once, in the registry's order
+SUBJECTS: tuple[str, ...] = tuple(dict.fromkeys(k.subject for k in KINDS.values() if k.derived and k.subject))
 
 
 def of_family(family: Family) -> list[str]:
