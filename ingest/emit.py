@@ -11,8 +11,9 @@ recall service's feedback, the workers that think, the command line) emits throu
 - redacted and cut like the hook's (`envelope.encode_event`);
 - sent pipelined, `batch` events per round trip;
 - kept in the spool when Redis cannot take them, if the producer says whose (`spool`): the
-  command line and the MCP server, whose user must never lose what they asked to keep (the
-  stack delivers it once it runs, as it does the hook's). `went_to` says where they went.
+  command line and the MCP server, whose user must never lose what they asked to keep, and the
+  stack's identification of recorded paths (the stack delivers them once it runs, as it does
+  the hook's). `went_to` says where they went.
 
 What must be on the server's disk before anything else happens (the spool's files are deleted
 next) is appended by ingest/spool.py's `append_durably`, with redis-py through `pipelined`.
