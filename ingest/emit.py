@@ -9,7 +9,14 @@ recall service's feedback, the workers that think, the command line) emits throu
   a payload of another kind's Struct, a derived event without causes or without a worker
   fails at once, in the producer, with the reason (`Rejected`);
 - redacted and cut like the hook's (`envelope.encode_event`);
-- sent pipelined, `batch` events per round trip.
+- sent pipelined, `batch` events per round trip;
+- kept in the spool when Redis cannot take them, if the producer says whose (`spool`): the
+  command line and the MCP server, whose user must never lose what they asked to keep, and the
+  stack's identification of recorded paths (the stack delivers them once it runs, as it does
+  the hook's). `went_to` says where they went.
+
+What must be on the server's disk before anything else happens (the spool's files are deleted
+next) is appended by ingest/spool.py's `append_durably`, with redis-py through `pipelined`.
 
 A derived event's id is a function of the worker, its version, the kind, the events it came
 from and what it says (its `key`, by default its payload), and its time is its newest cause's:
@@ -21,7 +28,7 @@ from the transcript's lines).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -29,14 +36,17 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ingest.envelope import Rejected, encode_event
+from ingest.spool import spool_event, xadd
 from schemas.ids import derived_event_id, id_time_ms, new_event_id
 from schemas.registry import KINDS
-from schemas.settings import STREAM
+from schemas.settings import Settings
 
 if TYPE_CHECKING:
     import redis
 
-__all__ = ["Emitter", "Rejected", "Worker", "append", "encode"]
+    from ingest.spool import Command
+
+__all__ = ["Emitter", "Rejected", "Worker", "append", "deliver", "encode", "pipelined"]
 
 
 class Worker(msgspec.Struct, frozen=True):
@@ -124,28 +134,64 @@ def encode(
     return event_id, data
 
 
+def pipelined(client: redis.Redis) -> Callable[[list[Command]], list[object]]:
+    """How `client` runs commands in one round trip, as ingest/spool.py's `append_durably` asks."""
+
+    def send(commands: list[Command]) -> list[object]:
+        pipe = client.pipeline(transaction=False)
+        for command in commands:
+            pipe.execute_command(*command)  # type: ignore[no-untyped-call]
+        replies: list[object] = pipe.execute()
+        return replies
+
+    return send
+
+
 def append(client: redis.Redis, encoded: Sequence[bytes]) -> None:
-    """Append events already encoded to the stream, in one round trip: the Emitter's sending,
-    and the dispatcher's for what the hooks spooled."""
-    pipe = client.pipeline(transaction=False)
-    for data in encoded:
-        pipe.xadd(STREAM, {"e": data})
-    pipe.execute()
+    """Append events already encoded to the stream, in one round trip (the Emitter's sending)."""
+    pipelined(client)([xadd(data) for data in encoded])
+
+
+def deliver(client: redis.Redis, encoded: Sequence[tuple[str, bytes]], spool: Settings | None) -> str:
+    """Append events already encoded, as (id, wire form), to the stream; if Redis cannot take
+    them and `spool` is given, keep each in its spool instead (the stack delivers them later, and
+    the dispatcher keeps one of each id if some had reached the stream). Where they went:
+    "stream" or "spool"."""
+    try:
+        append(client, [data for _, data in encoded])
+    except Exception as e:
+        import redis  # loaded already: `client` is one of its clients
+
+        if spool is None or not isinstance(e, (redis.RedisError, OSError)):
+            raise
+        for event_id, data in encoded:
+            spool_event(spool, event_id, data)
+        return "spool"
+    return "stream"
 
 
 class Emitter:
     """One producer's way to the stream: `emit` queues an event, `flush` sends what is queued
-    (every `batch` events, and on leaving a `with` block without an error)."""
+    (every `batch` events, and on leaving a `with` block without an error). A worker that
+    thinks gives itself (`worker`): its events are derived. Given the settings of a `spool`,
+    what Redis cannot take is kept there (`deliver`); else the error is raised."""
 
     def __init__(
-        self, client: redis.Redis, source: str, worker: Worker | None = None, batch: int = 500
+        self,
+        client: redis.Redis,
+        source: str,
+        worker: Worker | None = None,
+        batch: int = 500,
+        spool: Settings | None = None,
     ) -> None:
         self.client = client
         self.source = source
         self.worker = worker
         self.batch = batch
-        self.queued: list[bytes] = []
+        self.spool = spool
+        self.queued: list[tuple[str, bytes]] = []
         self.sent = 0
+        self.spooled = 0
 
     def emit(
         self,
@@ -174,18 +220,25 @@ class Emitter:
             worker=self.worker,
             key=key,
         )
-        self.queued.append(data)
+        self.queued.append((event_id, data))
         if len(self.queued) >= self.batch:
             self.flush()
         return event_id
 
     def flush(self) -> int:
-        """Send what is queued; how many."""
+        """Send what is queued (to the stream, or to the spool); how many."""
         queued, self.queued = self.queued, []
         if queued:
-            append(self.client, queued)
-            self.sent += len(queued)
+            if deliver(self.client, queued, self.spool) == "spool":
+                self.spooled += len(queued)
+            else:
+                self.sent += len(queued)
         return len(queued)
+
+    @property
+    def went_to(self) -> str:
+        """Where what was flushed went: "stream", or "spool" if Redis could not take some of it."""
+        return "spool" if self.spooled else "stream"
 
     def __enter__(self) -> Emitter:
         return self

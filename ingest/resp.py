@@ -23,6 +23,10 @@ class RedisUnavailable(OSError):
     """The server could not be reached, or did not answer in time, or answered with an error."""
 
 
+class RedisRefused(RedisUnavailable):
+    """The server answered with an error (a command it does not know, or will not run now)."""
+
+
 class Address:
     """Where a Redis URL points, read the way redis-py reads it (percent-decoded user and password)."""
 
@@ -198,7 +202,7 @@ class Connection:
         if tag == b"+":
             return body
         if tag == b"-":
-            raise RedisUnavailable(f"Redis error: {body.decode(errors='replace')}")
+            raise RedisRefused(f"Redis error: {body.decode(errors='replace')}")
         if tag == b":":
             return int(body)
         if tag == b"$":

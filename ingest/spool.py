@@ -9,6 +9,9 @@ Who drains: the dispatcher, for the data directory it shares with the hooks (the
 stack). A Redis elsewhere (a compose stack's, published on this host) has its dispatcher in a
 container that never sees this host's spool: there, a hook that reached Redis while events wait
 in the spool leaves a process behind to deliver them (`deliver_later`), one at a time.
+
+Both deliver through `append_durably`, reverie's one way to append and wait until the server has
+the events on disk: a spool file is deleted only then.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import os
 import sys
 import time
 
-from ingest.resp import Connection, RedisUnavailable
+from ingest.resp import Connection, RedisRefused, RedisUnavailable
 from schemas.files import private_directory, sync_directory, write_durably
 from schemas.settings import STREAM, Settings
 
@@ -26,7 +29,41 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # collections.abc costs a hook a millisecond and more
     from collections.abc import Callable, Iterator, Mapping, Sequence
 
+    Command = tuple[bytes | str, ...]
+
 SUFFIX = ".json"
+WAITAOF = ("WAITAOF", "1", "0", "1000")  # this server's append-only file, no replica, within 1 s
+
+
+class NotOnDisk(RedisUnavailable):
+    """The server took the events but did not write them to its append-only file in time."""
+
+
+def xadd(data: bytes) -> Command:
+    """The command that appends one encoded event to the stream."""
+    return ("XADD", STREAM, "*", "e", data)
+
+
+def append_durably(
+    send: Callable[[list[Command]], Sequence[object]], batch: Sequence[bytes], refused: type[Exception]
+) -> bool:
+    """Append the encoded events to the stream and wait until the server's append-only file has
+    them on disk; whether it has one. `send` runs commands in one round trip and gives their
+    replies (ingest.resp's Connection.pipeline, or ingest.emit.pipelined for redis-py), raising
+    `refused` when the server answers one with an error.
+
+    False: a Redis without an append-only file (a shared one) refuses WAITAOF, and what it
+    acknowledged is all there is. NotOnDisk if the file did not have them within 1 s: keep them
+    and send them again (the dispatcher keeps one event of each id).
+    """
+    send([xadd(data) for data in batch])
+    try:
+        [synced] = send([WAITAOF])
+    except refused:
+        return False
+    if not isinstance(synced, list) or synced[0] < 1:
+        raise NotOnDisk("Redis did not write the appended events to disk within 1 s")
+    return True
 
 
 def spool_event(settings: Settings, event_id: str, data: bytes) -> str:
@@ -118,21 +155,9 @@ def deliver(settings: Settings) -> int:
         with Connection(settings.redis_url, 5, 5, own=settings.embedded) as redis:
 
             def send(batch: Sequence[bytes]) -> None:
-                _append_durably(redis, batch)
+                append_durably(redis.pipeline, batch, RedisRefused)
 
             return sum(drain(spool_dir, send) for spool_dir in settings.spool_dirs)
-
-
-def _append_durably(redis: Connection, batch: Sequence[bytes]) -> None:
-    redis.pipeline([("XADD", STREAM, "*", "e", data) for data in batch])
-    try:
-        synced = redis.command("WAITAOF", "1", "0", "1000")
-    except RedisUnavailable as e:
-        if "Redis error" not in str(e):
-            raise
-        return  # a Redis without an append-only file: what it acknowledged is all there is
-    if not isinstance(synced, list) or synced[0] < 1:  # kept; sent again next time (dedup by id)
-        raise RedisUnavailable("Redis did not write the delivered events to disk within 1 s")
 
 
 def main() -> None:

@@ -25,18 +25,25 @@ from typing import Any
 import duckdb
 
 from projections.event_log import SEGMENT_GLOB, EventLog, OnQuarantine
-from projections.folds import FACTS_AS_OF, FACTS_CURRENT, SCHEMA
+from projections.folds import BOOKKEEPING, FACTS_AS_OF, FACTS_CURRENT, SCHEMA
 from projections.folds.base import TEXT_MACROS
 from projections.literals import string_literal
 from projections.store import current_store, unreadable
 from projections.vectors import MANIFEST
+from schemas.registry import MEMORY_TABLES
 from schemas.settings import Settings
 
 ANALYTICS_SQL = (Path(__file__).parent / "analytics.sql").read_text()
 
-
-# the projector's own tables, not for reading
-_BOOKKEEPING = {"meta", "folded", "folded_segments", "tool_requests"}
+# The events behind each memory of `$ids` (a list): a derived one's newest event (`updated_by`),
+# else the memory itself, the observed event that recorded it; one row per event.
+_DERIVED_MEMORIES = [table for table in MEMORY_TABLES.values() if table.derived]
+EVENTS_BEHIND = f"""
+SELECT DISTINCT coalesce({", ".join(f"{t.name}.updated_by" for t in _DERIVED_MEMORIES)}, m.memory_id)
+FROM (SELECT unnest($ids::VARCHAR[]) AS memory_id) m
+{" ".join(f"LEFT JOIN {t.name} ON {t.name}.{t.id} = m.memory_id" for t in _DERIVED_MEMORIES)}
+ORDER BY 1
+"""
 
 _EMPTY_EVENTS = """
 CREATE VIEW events AS SELECT * FROM (VALUES (
@@ -215,7 +222,7 @@ def _projection_views(db: duckdb.DuckDBPyConnection) -> None:
         "SELECT table_name FROM duckdb_tables() WHERE database_name = 'projections' AND NOT internal"
     ).fetchall()
     for (table,) in tables:
-        if table not in _BOOKKEEPING:
+        if table not in BOOKKEEPING:
             db.execute(f'CREATE VIEW main."{table}" AS SELECT * FROM projections."{table}"')
     db.execute(FACTS_AS_OF)
 

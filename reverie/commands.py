@@ -4,12 +4,15 @@ import argparse
 import os
 import typing
 
+from projections.folds import TABLES
 from schemas.categories import CATEGORIES
 from schemas.kinds import HOOK_KINDS
 from schemas.memory import Category
+from schemas.registry import MEMORY_TABLES
 from workers.thinking.registry import scheduled
 
 FACT_CATEGORIES: tuple[str, ...] = typing.get_args(Category)
+_TABLES = "; ".join(f"{family}: {', '.join(tables)}" for family, tables in TABLES.items())
 
 DESCRIPTION = """\
 Long-term memory for AI coding agents. Claude Code hooks record every prompt, tool use and
@@ -93,14 +96,12 @@ def _parser() -> argparse.ArgumentParser:
         help="run DuckDB SQL over the event log and the projections",
         description="The event log: events(id, kind, ts, recorded_at, project, session_id, agent, source, v, "
         "payload JSON, caused_by), dead_letters(id, recorded_at, stage, reason, head, size, argv). "
-        "Sessions: sessions, prompts, tool_uses, errors, messages, subagents, compactions, remembered, "
-        "retrievals, forgotten, project_roots (each identified root path's project), recorded_projects. "
-        "Memory: entities, facts, fact_history, provenance, episodes, activation_log, "
-        "signals, "
-        "preferences, failures, tiers, communities, opinions, observations. Analytics: facts_current, "
+        f"Tables, by the family of folds that fills them (projections/folds/): {_TABLES} "
+        "(project_roots: each identified root path's project). Analytics: facts_current, "
         "facts_as_of(valid_time, known_time) (bi-temporal: true at valid_time, as known at known_time), "
         "tool_usage_per_day, entity_timeline, memory_health, related_projects (HORA's: shared dependencies "
-        "and entities); memory_texts, memory_documents (what the embedder embeds), associations "
+        f"and entities); memory_texts (every memory recall shows: {', '.join(MEMORY_TABLES)}), "
+        "memory_documents (what the embedder embeds), associations "
         "(Hebbian, between entities recalled together) and "
         "embedded (what the vectors hold, by memory_id and content_hash). The projections are the "
         "projector's last published snapshot. Give - to read the query from stdin. Queries only read: "

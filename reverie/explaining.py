@@ -19,15 +19,15 @@ from ingest.transcripts import locate
 from projections.sql import DamagedSnapshot, NoSnapshot, connect
 from reverie.console import fail, out
 from schemas import kinds
-from schemas.registry import DERIVED_KINDS
+from schemas.registry import DERIVED_KINDS, MEMORY_TABLES
 from schemas.settings import Settings
 from schemas.text import clean
 from schemas.why import Derivation, Source, What, Why
 
 _TABLES: list[tuple[What, str, str, str]] = [  # what, table, id column, title column
-    ("fact", "facts", "fact_id", "description"),
+    ("fact", "facts", MEMORY_TABLES["facts"].id, MEMORY_TABLES["facts"].text),
     ("entity", "entities", "entity_id", "name"),
-    ("episode", "episodes", "episode_id", "title"),
+    ("episode", "episodes", MEMORY_TABLES["episodes"].id, MEMORY_TABLES["episodes"].text),
     ("memory", "memory_texts", "memory_id", "text"),  # what else recall shows: remembered, a prompt...
 ]
 _EXCERPT = 160

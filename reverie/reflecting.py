@@ -145,21 +145,11 @@ class _Known:
         return float(row[0]) if row else None
 
     def events_behind(self, memory_ids: list[str]) -> list[str]:
+        from projections.sql import EVENTS_BEHIND
+
         if not memory_ids:
             return []
-        rows = self.db.execute(
-            """
-            SELECT DISTINCT coalesce(f.updated_by, e.updated_by, p.updated_by, o.updated_by, b.updated_by,
-                                     m.memory_id)
-            FROM (SELECT unnest($ids::VARCHAR[]) AS memory_id) m
-            LEFT JOIN facts f ON f.fact_id = m.memory_id LEFT JOIN episodes e ON e.episode_id = m.memory_id
-            LEFT JOIN preferences p ON p.preference_id = m.memory_id
-            LEFT JOIN opinions o ON o.opinion_id = m.memory_id
-            LEFT JOIN observations b ON b.observation_id = m.memory_id
-            ORDER BY 1
-            """,
-            {"ids": memory_ids},
-        ).fetchall()
+        rows = self.db.execute(EVENTS_BEHIND, {"ids": memory_ids}).fetchall()
         return [r[0] for r in rows if _is_event_id(r[0])]
 
     def tokens_today(self) -> int:

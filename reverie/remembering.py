@@ -1,22 +1,28 @@
 """Remembering and forgetting by hand: `reverie remember`, `reverie forget` and the MCP server's
 `memory_remember` and `memory_forget` record one event each, the same way.
 
-The event goes to the stream; if Redis cannot take it, to the spool, which the stack delivers
-once it runs (so nothing is lost while it is down). Forgetting is an event too: the memory is
-hidden from recall, never deleted (`reverie sql "select * from forgotten"`).
+The event goes to the stream through an Emitter (ingest/emit.py); if Redis cannot take it, to
+the spool, which the stack delivers once it runs (so nothing is lost while it is down), and the
+answer says where it went. Forgetting is an event too: the memory is hidden from recall, never
+deleted (`reverie sql "select * from forgotten"`).
 """
 
 import os
+from typing import TYPE_CHECKING
 
 import msgspec
 
-from ingest.emit import append, encode
+from ingest.emit import Emitter
+from ingest.emit import deliver as deliver_encoded
 from ingest.project import place_of
-from ingest.spool import SUFFIX, spool_event
+from ingest.spool import SUFFIX
 from schemas import kinds
 from schemas.categories import Outcome, RememberedCategory, detect_category
 from schemas.observed import MemoryForgotten, MemoryRemembered
 from schemas.settings import Settings
+
+if TYPE_CHECKING:
+    import redis
 
 TEXT_LIMIT = 2000  # Memory Fabric's: longer text is cut, and the answer says so
 
@@ -69,10 +75,11 @@ def remember(
         agent=agent or None,
         scope="global" if everywhere else "project",
     )
-    event_id, data = encode(
-        kinds.MEMORY_REMEMBERED, payload, project=project, source=source, session_id=session_id, agent=agent
-    )
-    return Recorded(event_id, deliver(settings, event_id, data), project, category, cut)
+    with Emitter(_connect(settings), source, spool=settings) as out:
+        event_id = out.emit(
+            kinds.MEMORY_REMEMBERED, payload, project=project, session_id=session_id, agent=agent
+        )
+    return Recorded(event_id, out.went_to, project, category, cut)
 
 
 def forget(settings: Settings, memory_id: str, reason: str, *, project: str, source: str) -> Recorded:
@@ -83,8 +90,9 @@ def forget(settings: Settings, memory_id: str, reason: str, *, project: str, sou
         raise ValueError("which memory? give the id recall shows for it")
     _known_here(settings, memory_id, project)
     payload = MemoryForgotten(memory_id=memory_id, reason=reason.strip() or "no reason given")
-    event_id, data = encode(kinds.MEMORY_FORGOTTEN, payload, project=project, source=source)
-    return Recorded(event_id, deliver(settings, event_id, data), project)
+    with Emitter(_connect(settings), source, spool=settings) as out:
+        event_id = out.emit(kinds.MEMORY_FORGOTTEN, payload, project=project)
+    return Recorded(event_id, out.went_to, project)
 
 
 def _known_here(settings: Settings, memory_id: str, project: str) -> None:
@@ -118,17 +126,16 @@ def _known_here(settings: Settings, memory_id: str, project: str) -> None:
         raise ValueError(f"no memory has the id {memory_id!r}: `reverie recall QUERY` shows each memory's id")
 
 
+def _connect(settings: Settings) -> "redis.Redis":
+    from workers.redis_client import connect  # here: the MCP server starts faster without redis-py
+
+    return connect(settings, timeout=2.0)
+
+
 def deliver(settings: Settings, event_id: str, data: bytes) -> str:
-    import redis  # here: the MCP server starts faster without it
-
-    from workers.redis_client import connect
-
-    try:
-        append(connect(settings, timeout=2.0), [data])
-        return "stream"
-    except (redis.RedisError, OSError):
-        spool_event(settings, event_id, data)
-        return "spool"
+    """An event encoded already to the stream, or the spool; where it went. For reflection's
+    events until reverie/reflecting.py emits them through an Emitter too."""
+    return deliver_encoded(_connect(settings), [(event_id, data)], settings)
 
 
 def remember_command(

@@ -1,10 +1,19 @@
-"""The registry of event kinds: each kind's payload Struct, whether it is observed or derived,
-and the family of folds that projects it.
+"""The registry of event kinds and of memory tables.
+
+A kind: its payload Struct, whether it is observed or derived, the family of folds that
+projects it, and for a derived kind its subject, the payload field naming what it is about
+(provenance's subject: how `reverie why` finds the events about a memory).
+
+A memory table: a projection table whose rows are memories recall shows (the view memory_texts,
+projections/analytics.sql), with its id, text and scope columns and the kinds that make it. What
+reads every memory (the provenance fold, the events behind a memory, `reverie sql --help`...)
+is generated from these, so none is left out.
 
 Adding a kind is its name (schemas/kinds.py, where the hook finds the observed ones), its
 payload Struct (schemas/observed.py for what is observed, schemas/memory.py for what the workers
 that think derive), one line below, and one fold in its family (projections/folds/<family>.py).
-A test checks that the registry, the names and the folds agree.
+Adding a memory table is its fold, its line in memory_texts and one line below. A test checks
+that the registry, the names, the folds and what is generated agree.
 """
 
 from typing import Literal
@@ -26,14 +35,16 @@ class Kind(msgspec.Struct, frozen=True):
     payload: type[msgspec.Struct]
     derived: bool  # appended by a worker that thinks, from the events in its `caused_by`
     family: Family
+    subject: str | None = None  # a derived kind's: the payload field naming what it is about
 
 
 def _observed(name: str, payload: type[msgspec.Struct], family: Family) -> Kind:
     return Kind(name, payload, False, family)
 
 
-def _derived(name: str, payload: type[msgspec.Struct], family: Family) -> Kind:
-    return Kind(name, payload, True, family)
+def _derived(name: str, payload: type[msgspec.Struct], family: Family, subject: str | None) -> Kind:
+    """`subject` None: about nothing that has an id (what an LLM call cost)."""
+    return Kind(name, payload, True, family, subject)
 
 
 KINDS: dict[str, Kind] = {
@@ -56,26 +67,72 @@ KINDS: dict[str, Kind] = {
         _observed(kinds.MEMORY_RETRIEVED, observed.MemoryRetrieved, "dynamics"),
         _observed(kinds.MEMORY_FORGOTTEN, observed.MemoryForgotten, "dynamics"),
         _observed(kinds.PROJECT_IDENTIFIED, observed.ProjectIdentified, "sessions"),
-        _derived(kinds.ENTITY_OBSERVED, memory.EntityObserved, "facts"),
-        _derived(kinds.FACT_ASSERTED, memory.FactAsserted, "facts"),
-        _derived(kinds.FACT_SUPERSEDED, memory.FactSuperseded, "facts"),
-        _derived(kinds.FACT_RECONSOLIDATED, memory.FactReconsolidated, "facts"),
-        _derived(kinds.FACT_EXPIRED, memory.FactExpired, "facts"),
-        _derived(kinds.OPINION_FORMED, memory.OpinionFormed, "facts"),
-        _derived(kinds.OPINION_REVISED, memory.OpinionRevised, "facts"),
-        _derived(kinds.OBSERVATION_FORMED, memory.ObservationFormed, "facts"),
-        _derived(kinds.EPISODE_RECORDED, memory.EpisodeRecorded, "episodes"),
-        _derived(kinds.EPISODE_CONSOLIDATED, memory.EpisodeConsolidated, "episodes"),
-        _derived(kinds.SIGNAL_DETECTED, memory.SignalDetected, "signals"),
-        _derived(kinds.PREFERENCE_CRYSTALLIZED, memory.PreferenceCrystallized, "signals"),
-        _derived(kinds.FAILURE_RECURRING, memory.FailureRecurring, "signals"),
-        _derived(kinds.ACTIVATION_RECORDED, memory.ActivationRecorded, "dynamics"),
-        _derived(kinds.TIER_PROMOTED, memory.TierPromoted, "dynamics"),
-        _derived(kinds.COMMUNITY_DETECTED, memory.CommunityDetected, "dynamics"),
-        _derived(kinds.LLM_USED, llm.LLMUsed, "costs"),
+        _derived(kinds.ENTITY_OBSERVED, memory.EntityObserved, "facts", "entity_id"),
+        _derived(kinds.FACT_ASSERTED, memory.FactAsserted, "facts", "fact_id"),
+        _derived(kinds.FACT_SUPERSEDED, memory.FactSuperseded, "facts", "fact_id"),
+        _derived(kinds.FACT_RECONSOLIDATED, memory.FactReconsolidated, "facts", "fact_id"),
+        _derived(kinds.FACT_EXPIRED, memory.FactExpired, "facts", "fact_id"),
+        _derived(kinds.OPINION_FORMED, memory.OpinionFormed, "facts", "opinion_id"),
+        _derived(kinds.OPINION_REVISED, memory.OpinionRevised, "facts", "opinion_id"),
+        _derived(kinds.OBSERVATION_FORMED, memory.ObservationFormed, "facts", "observation_id"),
+        _derived(kinds.EPISODE_RECORDED, memory.EpisodeRecorded, "episodes", "episode_id"),
+        _derived(kinds.EPISODE_CONSOLIDATED, memory.EpisodeConsolidated, "episodes", "episode_id"),
+        _derived(kinds.SIGNAL_DETECTED, memory.SignalDetected, "signals", "signal_id"),
+        _derived(kinds.PREFERENCE_CRYSTALLIZED, memory.PreferenceCrystallized, "signals", "preference_id"),
+        _derived(kinds.FAILURE_RECURRING, memory.FailureRecurring, "signals", "failure_id"),
+        _derived(kinds.ACTIVATION_RECORDED, memory.ActivationRecorded, "dynamics", "memory_id"),
+        _derived(kinds.TIER_PROMOTED, memory.TierPromoted, "dynamics", "memory_id"),
+        _derived(kinds.COMMUNITY_DETECTED, memory.CommunityDetected, "dynamics", "community_id"),
+        _derived(kinds.LLM_USED, llm.LLMUsed, "costs", None),
     )
 }
 DERIVED_KINDS = frozenset(name for name, kind in KINDS.items() if kind.derived)
+# the payload fields derived events name their subject by, each once, in the registry's order
+SUBJECTS: tuple[str, ...] = tuple(dict.fromkeys(k.subject for k in KINDS.values() if k.derived and k.subject))
+
+
+class MemoryTable(msgspec.Struct, frozen=True):
+    """A projection table of memories recall shows (see the module's docstring)."""
+
+    name: str
+    id: str  # a memory's id: its derived kinds' subject, or the observed event that is the memory
+    text: str  # what says it (an episode's title, its summary following)
+    scope: str | None  # where it holds: its project, or everywhere ('global'); None: its project
+    made_by: tuple[str, ...]  # the kinds whose events make its rows
+
+    @property
+    def derived(self) -> bool:
+        """Made by workers that think: `updated_by` names the newest event that changed a row."""
+        return all(KINDS[kind].derived for kind in self.made_by)
+
+
+_FACT_KINDS = (kinds.FACT_ASSERTED, kinds.FACT_SUPERSEDED, kinds.FACT_RECONSOLIDATED, kinds.FACT_EXPIRED)
+
+
+def _memories(name: str, id_: str, text: str, scope: str | None, *made_by: str) -> MemoryTable:
+    return MemoryTable(name, id_, text, scope, made_by)
+
+
+MEMORY_TABLES: dict[str, MemoryTable] = {
+    table.name: table
+    for table in (  # table, id, text and scope columns, the kinds that make it
+        _memories("prompts", "event_id", "prompt", None, kinds.PROMPT_SUBMITTED),
+        _memories("messages", "event_id", "text", None, kinds.ASSISTANT_STOPPED, kinds.SUBAGENT_STOPPED),
+        _memories(
+            "compactions", "event_id", "summary", None, kinds.COMPACTION_STARTED, kinds.COMPACTION_FINISHED
+        ),
+        _memories("remembered", "event_id", "text", "scope", kinds.MEMORY_REMEMBERED),
+        _memories("facts", "fact_id", "description", "scope", *_FACT_KINDS),
+        _memories(
+            "episodes", "episode_id", "title", None, kinds.EPISODE_RECORDED, kinds.EPISODE_CONSOLIDATED
+        ),
+        _memories("observations", "observation_id", "statement", "scope", kinds.OBSERVATION_FORMED),
+        _memories(
+            "opinions", "opinion_id", "statement", "scope", kinds.OPINION_FORMED, kinds.OPINION_REVISED
+        ),
+        _memories("preferences", "preference_id", "statement", "scope", kinds.PREFERENCE_CRYSTALLIZED),
+    )
+}
 
 
 def of_family(family: Family) -> list[str]:

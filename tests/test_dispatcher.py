@@ -3,18 +3,23 @@
 import json
 import os
 import threading
+from collections.abc import Callable
 
 import fakeredis
 import pytest
 
+from ingest import emit
 from ingest.emit import append
 from ingest.envelope import encode_event
-from ingest.spool import spool_event, spooled
+from ingest.spool import NotOnDisk, spool_event, spooled
 from projections.event_log import EventLog
 from schemas.ids import new_event_id, utc_now_iso
 from schemas.kinds import SCHEMA_VERSION
 from schemas.settings import GROUP, STREAM, Settings
+from workers import dispatcher as dispatching
 from workers.dispatcher import Dispatcher
+
+Command = tuple[bytes | str, ...]
 
 
 def event(prompt: str, event_id: str | None = None) -> tuple[str, bytes]:
@@ -154,6 +159,37 @@ def test_the_spool_is_drained_into_the_stream_once(
     assert spooled(settings.spool_dir) == []
     dispatcher.archive(dispatcher.read(">"))
     assert sorted(archived_ids(settings)) == sorted(ids)
+
+
+@pytest.mark.parametrize(("synced", "kept"), [([1, 0], 0), ([0, 0], 1)])
+def test_a_spooled_event_is_deleted_once_the_servers_append_only_file_has_it(
+    dispatcher: Dispatcher,
+    settings: Settings,
+    monkeypatch: pytest.MonkeyPatch,
+    synced: list[int],
+    kept: int,
+) -> None:
+    """WAITAOF's answer: written (the file goes), or not within its second (kept for the next
+    round; a server without an append-only file, as fakeredis, refuses WAITAOF: see above)."""
+    sent: list[str] = []
+
+    def pipelined(client: fakeredis.FakeRedis) -> Callable[[list[Command]], list[object]]:
+        real = emit.pipelined(client)
+
+        def send(commands: list[Command]) -> list[object]:
+            sent.extend(str(command[0]) for command in commands)
+            return [synced] if commands[0][0] == "WAITAOF" else real(commands)
+
+        return send
+
+    monkeypatch.setattr(dispatching, "pipelined", pipelined)
+    spool_event(settings, *event("kept until it is on disk"))
+    if kept:
+        with pytest.raises(NotOnDisk):
+            dispatcher.drain_spool()
+    else:
+        dispatcher.drain_spool()
+    assert (sent, len(spooled(settings.spool_dir))) == (["XADD", "WAITAOF"], kept)
 
 
 def test_run_stops_when_asked(

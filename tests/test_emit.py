@@ -11,6 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from ingest.emit import Emitter, Rejected, Worker, encode
+from ingest.spool import spooled
 from projections.event_log import EventLog
 from schemas import kinds, memory
 from schemas.events import Event, decode_event, payload_of
@@ -188,3 +189,32 @@ def test_the_emitter_sends_a_batch_at_a_time_and_nothing_when_its_block_fails() 
         out.emit(kinds.MEMORY_REMEMBERED, {"text": "half done"}, project="/p")
         raise RuntimeError("the job failed: it runs again, and emits the same events then")
     assert client.xlen(STREAM) == 3
+
+
+def test_what_redis_cannot_take_goes_to_the_spool_given_one_and_the_stack_delivers_it(
+    settings: Settings,
+) -> None:
+    """As `reverie remember` and reflection do: nothing is lost, and the emitter says where it went."""
+    server = fakeredis.FakeServer()
+    server.connected = False
+    down = fakeredis.FakeRedis(server=server)
+    with Emitter(down, kinds.SOURCE_CLI, spool=settings, batch=2) as out:
+        ids = [out.emit(kinds.MEMORY_REMEMBERED, {"text": f"note {n}"}, project="/p") for n in range(2)]
+    with Emitter(down, kinds.SOURCE_CLI, EXTRACT, spool=settings) as derived:
+        ids += derive(derived)  # a worker's derived events too
+    assert (out.went_to, out.spooled, out.sent, derived.went_to) == ("spool", 2, 0, "spool")
+    assert sorted(path.rsplit("/", 1)[1] for path in spooled(settings.spool_dir)) == sorted(
+        f"{event_id}.json" for event_id in ids
+    )
+    with pytest.raises(Exception, match="onnection"), Emitter(down, kinds.SOURCE_CLI) as unspooled:
+        unspooled.emit(kinds.MEMORY_REMEMBERED, {"text": "no spool: the error is the caller's"}, project="/p")
+
+    server.connected = True
+    dispatcher = Dispatcher(settings, down, consumer="test", block_ms=10)
+    dispatcher.start()
+    dispatcher.drain_spool()
+    assert spooled(settings.spool_dir) == []
+    assert dispatcher.archive(dispatcher.read(">")) == len(ids) == 5
+    with Emitter(down, kinds.SOURCE_CLI, spool=settings) as up:
+        up.emit(kinds.MEMORY_REMEMBERED, {"text": "the stack runs"}, project="/p")
+    assert (up.went_to, up.sent, spooled(settings.spool_dir)) == ("stream", 1, [])

@@ -21,8 +21,8 @@ import structlog
 from rq import Queue
 
 from ingest.dead_letters import write_dead_letter
-from ingest.emit import append
-from ingest.spool import drain
+from ingest.emit import pipelined
+from ingest.spool import NotOnDisk, append_durably, drain
 from projections.event_log import EventLog
 from schemas.events import Event, InvalidEvent, decode_event
 from schemas.ids import derived_event_id
@@ -104,7 +104,7 @@ class Dispatcher:
                 self.archive(self.read(">", self.block_ms))
                 pause = _MIN_PAUSE_S
                 continue
-            except (redis.ConnectionError, redis.TimeoutError) as e:
+            except (redis.ConnectionError, redis.TimeoutError, NotOnDisk) as e:
                 log.warning("redis.unavailable", error=str(e), retry_in=pause)
             except redis.ResponseError as e:
                 # NOGROUP: the server lost its data, start again; MISCONF: its disk is full
@@ -164,15 +164,9 @@ class Dispatcher:
 
     def _append_durably(self, batch: Sequence[bytes]) -> None:
         """Append to the stream and wait until the server's append-only file has it on disk:
-        the spool files are deleted next."""
-        append(self.redis, batch)
-        try:
-            synced, _ = self.redis.execute_command("WAITAOF", 1, 0, 1000)  # type: ignore[no-untyped-call]
-        except redis.ResponseError as e:  # a shared Redis without an append-only file
-            log.warning("spool.drained_without_fsync", error=str(e))
-            return
-        if synced < 1:  # keep the spool files; the next round sends them again (dedup by id)
-            raise redis.TimeoutError("the server did not write the drained events to disk within 1 s")
+        the spool files are deleted next (NotOnDisk keeps them for the next round)."""
+        if not append_durably(pipelined(self.redis), batch, redis.ResponseError):
+            log.warning("spool.drained_without_fsync", reason="the server keeps no append-only file")
 
     def _decode(self, entry_id: bytes, fields: dict[bytes, bytes] | None) -> Event | None:
         if fields is None:  # deleted from the stream after it was read: archived already

@@ -13,11 +13,9 @@ import os
 import time
 
 import duckdb
-import redis
 
-from ingest.emit import append, encode
+from ingest.emit import Emitter
 from ingest.project import first_sight, identify, mark
-from ingest.spool import spool_event
 from schemas.kinds import PROJECT_IDENTIFIED, SOURCE_WORKER
 from schemas.observed import ProjectIdentified
 from schemas.settings import Settings
@@ -68,14 +66,10 @@ def say(settings: Settings, found: list[ProjectIdentified]) -> str:
     where they went ("stream" or "spool"; "" for none)."""
     if not found:
         return ""
-    encoded = [encode(PROJECT_IDENTIFIED, each, project=each.project, source=SOURCE_WORKER) for each in found]
-    try:
-        append(connect(settings, timeout=2.0), [data for _, data in encoded])
-        went = "stream"
-    except (redis.RedisError, OSError):
-        for event_id, data in encoded:
-            spool_event(settings, event_id, data)
-        went = "spool"
+    with Emitter(connect(settings, timeout=2.0), SOURCE_WORKER, spool=settings) as out:
+        for each in found:
+            out.emit(PROJECT_IDENTIFIED, each, project=each.project)
+    went = out.went_to
     for each in found:  # what the hooks need not say again
         if marker := first_sight(settings.identified_dir, each.root, each.project):
             mark(marker, each.project)

@@ -13,6 +13,8 @@ The schema version (projections/store.py) is a hash of SCHEMA and FOLDS: change 
 store of the old version is rebuilt from the log.
 """
 
+import re
+
 from projections.folds import base, costs, dynamics, episodes, facts, sessions, signals, tools
 from projections.folds.base import MAPPING
 from projections.folds.facts import FACTS_AS_OF, FACTS_CURRENT, current
@@ -38,4 +40,22 @@ FOLDS: list[tuple[str, str]] = [
     *costs.FOLDS,
 ]
 
-__all__ = ["BY_FAMILY", "FACTS_AS_OF", "FACTS_CURRENT", "FOLDS", "MAPPING", "SCHEMA", "current"]
+# the projector's own tables, not for reading
+BOOKKEEPING = frozenset({"meta", "folded", "folded_segments", "tool_requests"})
+# what readers see, by the family that fills it ("base": provenance, and the projects' roots)
+TABLES: dict[str, list[str]] = {
+    family: [table for table in re.findall(r"CREATE TABLE (\w+)", module.TABLES) if table not in BOOKKEEPING]
+    for family, module in {**BY_FAMILY, "base": base}.items()
+}
+
+__all__ = [
+    "BOOKKEEPING",
+    "BY_FAMILY",
+    "FACTS_AS_OF",
+    "FACTS_CURRENT",
+    "FOLDS",
+    "MAPPING",
+    "SCHEMA",
+    "TABLES",
+    "current",
+]

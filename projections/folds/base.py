@@ -4,9 +4,11 @@ with."""
 
 from projections.literals import string_literal
 from schemas import kinds, text
-from schemas.registry import DERIVED_KINDS
+from schemas.registry import DERIVED_KINDS, SUBJECTS
 
 DERIVED_SQL = ", ".join(f"'{k}'" for k in sorted(DERIVED_KINDS))
+# what a derived event is about: the payload field its kind names as its subject (schemas/registry.py)
+SUBJECT_SQL = f"coalesce({', '.join(f'payload->>{string_literal(field)}' for field in SUBJECTS)})"
 
 
 def latest(kind: str, key: str, newest: str = "id DESC") -> str:
@@ -159,9 +161,7 @@ FOLDS: list[tuple[str, str]] = [
         "provenance",
         f"""
         INSERT INTO provenance
-        SELECT DISTINCT id, kind, coalesce(payload->>'fact_id', payload->>'entity_id', payload->>'episode_id',
-            payload->>'signal_id', payload->>'preference_id', payload->>'failure_id', payload->>'memory_id',
-            payload->>'community_id', payload->>'opinion_id', payload->>'observation_id'), unnest(caused_by)
+        SELECT DISTINCT id, kind, {SUBJECT_SQL}, unnest(caused_by)
         FROM batch WHERE kind IN ({DERIVED_SQL})
         """,
     ),
