@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 
     from ingest.spool import Command
 
-__all__ = ["Emitter", "Rejected", "Worker", "append", "deliver", "encode", "pipelined"]
+__all__ = ["Emitter", "Rejected", "Worker", "append", "encode", "pipelined"]
 
 
 class Worker(msgspec.Struct, frozen=True):
@@ -152,7 +152,7 @@ def append(client: redis.Redis, encoded: Sequence[bytes]) -> None:
     pipelined(client)([xadd(data) for data in encoded])
 
 
-def deliver(client: redis.Redis, encoded: Sequence[tuple[str, bytes]], spool: Settings | None) -> str:
+def _deliver(client: redis.Redis, encoded: Sequence[tuple[str, bytes]], spool: Settings | None) -> str:
     """Append events already encoded, as (id, wire form), to the stream; if Redis cannot take
     them and `spool` is given, keep each in its spool instead (the stack delivers them later, and
     the dispatcher keeps one of each id if some had reached the stream). Where they went:
@@ -174,7 +174,7 @@ class Emitter:
     """One producer's way to the stream: `emit` queues an event, `flush` sends what is queued
     (every `batch` events, and on leaving a `with` block without an error). A worker that
     thinks gives itself (`worker`): its events are derived. Given the settings of a `spool`,
-    what Redis cannot take is kept there (`deliver`); else the error is raised."""
+    what Redis cannot take is kept there; else the error is raised."""
 
     def __init__(
         self,
@@ -229,7 +229,7 @@ class Emitter:
         """Send what is queued (to the stream, or to the spool); how many."""
         queued, self.queued = self.queued, []
         if queued:
-            if deliver(self.client, queued, self.spool) == "spool":
+            if _deliver(self.client, queued, self.spool) == "spool":
                 self.spooled += len(queued)
             else:
                 self.sent += len(queued)

@@ -7,7 +7,7 @@ Six tools, each answered for the project of the folder Claude Code starts the se
 - memory_remember: remember a decision, a way that worked or an anti-pattern, for an agent or
   for every project;
 - memory_reflect: an opinion on a question, weighed from the evidence memory holds for and
-  against it (reverie/reflecting.py), recorded and revised as evidence changes;
+  against it (the follower reflect, workers/dynamics/follow.py), recorded and revised as evidence changes;
 - memory_timeline: everything that happened to an entity, in time order;
 - memory_forget: hide a memory from recall (an event: nothing is deleted);
 - memory_why: where a fact, an entity or an episode comes from, down to the transcript's line.

@@ -1,52 +1,28 @@
-"""`reverie reflect QUERY` (and the MCP tool memory_reflect): recall, then form an opinion.
+"""`reverie reflect QUERY` (and the MCP tool memory_reflect): recall, then ask reflection.
 
-The opinion is weighed from the evidence (workers/dynamics/reflect.py), shaped by the project's
-disposition (`.reverie.toml` at its root, table `[reflect]`), and worded by extraction's LLM
-when one is configured. It is recorded as an event: `opinion.formed` the first time,
-`opinion.revised` when new evidence moves it; one above 0.9 also as an `observation.formed`,
-flagged for CLAUDE.md. Its causes are the events behind the evidence, so `reverie why` explains
-it. Like `reverie remember`, it reaches the stream, or the spool while the stack is down.
+Recall finds the evidence (the warm service, else in this process); the follower `reflect`
+(workers/dynamics/follow.py) weighs it, shaped by the project's disposition (`.reverie.toml`
+at its root, table `[reflect]`), has it worded by the LLM when one is configured, and records
+it as events (to the stream, or the spool while the stack is down). This module asks, and
+shows the opinion.
 """
 
 import os
-import tomllib
 
 import msgspec
 
-from ingest.emit import encode
-from reverie.console import err, fail, out
+from reverie.console import fail, out
 from reverie.recalling import RecallFailed, find
-from reverie.remembering import deliver
-from schemas import kinds, memory
+from schemas import kinds
 from schemas.recall import RecallRequest
-from schemas.reflection import Disposition, Reflection
+from schemas.reflection import Asked, Reflection
 from schemas.settings import Settings
-from workers.dynamics import REFLECT
-from workers.dynamics.reflect import reflect, with_llm
+from workers.dynamics.reflect import BadDisposition, disposition
+from workers.thinking.runner import ask
 
-DISPOSITION_FILE = ".reverie.toml"
 _EVIDENCE = 20
-_MOVED = 0.05  # a confidence that moves less than this leaves the opinion as it was
 
-
-class BadDisposition(ValueError):
-    pass
-
-
-def disposition(root: str | None) -> Disposition:
-    """The project's disposition: `[reflect]` of `.reverie.toml` at the root of the worktree,
-    else (or with no root) the defaults."""
-    if root is None:
-        return Disposition()
-    path = os.path.join(root, DISPOSITION_FILE)
-    try:
-        with open(path, "rb") as f:
-            table = tomllib.load(f).get("reflect", {})
-        return msgspec.convert(table, Disposition)
-    except FileNotFoundError:
-        return Disposition()
-    except (OSError, tomllib.TOMLDecodeError, msgspec.ValidationError) as e:
-        raise BadDisposition(f"{path}, [reflect]: {e} (skepticism, literalism, empathy: 1 to 5)") from None
+__all__ = ["BadDisposition", "reflect_command", "reflection", "shown"]
 
 
 def reflection(
@@ -57,120 +33,11 @@ def reflection(
     shaped = disposition(root if root is not None else project if os.path.isabs(project) else None)
     request = RecallRequest(prompt=query, project=project, limit=_EVIDENCE, dedup=True, answers_only=True)
     found = find(settings, request)
-    known = _Known(settings)
-    try:
-        formed = reflect(query, project, found.results, shaped, known.confidence(query, project))
-        formed = _worded(settings, formed, shaped, known, project)
-        causes = known.events_behind([e.memory_id for e in [*formed.supporting, *formed.contradicting]])
-    finally:
-        known.close()
-    if causes:
-        _record(settings, formed, project, source, causes)
+    asked = Asked(query=query, project=project, evidence=list(found.results), disposition=shaped)
+    formed, _ = ask("reflect", asked, settings, source)
+    if not isinstance(formed, Reflection):
+        raise TypeError(f"reflection answered a {type(formed).__name__}")
     return formed
-
-
-def _worded(
-    settings: Settings, formed: Reflection, shaped: Disposition, known: "_Known", project: str
-) -> Reflection:
-    from workers.llm.config import BadSettings, llm_settings
-
-    try:
-        llm = llm_settings(settings)
-    except BadSettings as e:
-        err.print(f"the LLM is misconfigured, so the evidence alone speaks: {e}")
-        return formed
-    if llm is None or not (formed.supporting or formed.contradicting):
-        return formed
-    worded, used = with_llm(llm, formed, shaped, known.tokens_today())
-    causes = known.events_behind([e.memory_id for e in [*formed.supporting, *formed.contradicting]])
-    if causes:
-        event_id, data = encode(
-            kinds.LLM_USED, used, project=project, source=kinds.SOURCE_CLI, caused_by=causes, worker=REFLECT
-        )
-        deliver(settings, event_id, data)
-    return worded or formed
-
-
-def _record(settings: Settings, formed: Reflection, project: str, source: str, causes: list[str]) -> None:
-    before = formed.revised_from
-    if before is None:
-        events: list[tuple[str, msgspec.Struct]] = [
-            (
-                kinds.OPINION_FORMED,
-                memory.OpinionFormed(
-                    opinion_id=formed.opinion_id, statement=formed.statement, confidence=formed.confidence
-                ),
-            )
-        ]
-    elif abs(formed.confidence - before) >= _MOVED:
-        reason = f"new evidence: {len(formed.supporting)} for, {len(formed.contradicting)} against"
-        revised = memory.OpinionRevised(
-            opinion_id=formed.opinion_id,
-            statement=formed.statement,
-            confidence=formed.confidence,
-            reason=reason,
-        )
-        events = [(kinds.OPINION_REVISED, revised)]
-    else:
-        events = []
-    if formed.promote:
-        observed = memory.ObservationFormed(
-            observation_id=formed.opinion_id.replace("opinion:", "observation:"),
-            statement=formed.statement,
-            confidence=formed.confidence,
-        )
-        events.append((kinds.OBSERVATION_FORMED, observed))
-    for kind, payload in events:
-        event_id, data = encode(
-            kind, payload, project=project, source=source, caused_by=causes, worker=REFLECT, key=None
-        )
-        deliver(settings, event_id, data)
-
-
-class _Known:
-    """What the snapshot knows that reflection needs: the opinion already held, the events
-    behind each memory, the LLM tokens spent today."""
-
-    def __init__(self, settings: Settings) -> None:
-        from projections.sql import connect
-
-        self.db = connect(settings)
-
-    def confidence(self, query: str, project: str) -> float | None:
-        from workers.dynamics.reflect import opinion_id
-
-        row = self.db.execute(
-            "SELECT confidence FROM opinions WHERE opinion_id = ?", [opinion_id(project, query)]
-        ).fetchone()
-        return float(row[0]) if row else None
-
-    def events_behind(self, memory_ids: list[str]) -> list[str]:
-        from projections.sql import EVENTS_BEHIND
-
-        if not memory_ids:
-            return []
-        rows = self.db.execute(EVENTS_BEHIND, {"ids": memory_ids}).fetchall()
-        return [r[0] for r in rows if _is_event_id(r[0])]
-
-    def tokens_today(self) -> int:
-        row = self.db.execute(
-            "SELECT coalesce(sum(input_tokens + output_tokens), 0) FROM llm_usage "
-            "WHERE day = CAST(timezone('UTC', now()) AS DATE)"
-        ).fetchone()
-        return int(row[0]) if row else 0
-
-    def close(self) -> None:
-        self.db.close()
-
-
-def _is_event_id(value: str) -> bool:
-    from schemas.ids import id_time_ms
-
-    try:
-        id_time_ms(value)
-    except (ValueError, KeyError):
-        return False
-    return True
 
 
 def shown(formed: Reflection) -> str:

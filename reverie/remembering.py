@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from ingest.emit import Emitter
-from ingest.emit import deliver as deliver_encoded
 from ingest.project import place_of
 from ingest.spool import SUFFIX
 from schemas import kinds
@@ -130,12 +129,6 @@ def _connect(settings: Settings) -> "redis.Redis":
     from workers.redis_client import connect  # here: the MCP server starts faster without redis-py
 
     return connect(settings, timeout=2.0)
-
-
-def deliver(settings: Settings, event_id: str, data: bytes) -> str:
-    """An event encoded already to the stream, or the spool; where it went. For reflection's
-    events until reverie/reflecting.py emits them through an Emitter too."""
-    return deliver_encoded(_connect(settings), [(event_id, data)], settings)
 
 
 def remember_command(

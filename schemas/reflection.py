@@ -1,10 +1,12 @@
-"""Reflection's settings and answer: a project's disposition, and the opinion `reverie reflect`
-forms (with the evidence for and against it)."""
+"""Reflection's settings, question and answer: a project's disposition, what it is asked, and
+the opinion `reverie reflect` forms (with the evidence for and against it)."""
 
 from datetime import datetime
 from typing import Annotated, Literal
 
 import msgspec
+
+from schemas.recall import Scored
 
 Trait = Annotated[int, msgspec.Meta(ge=1, le=5)]
 
@@ -23,6 +25,16 @@ class Disposition(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     literalism: Trait = 3
     empathy: Trait = 3
     background: str = ""
+
+
+class Asked(msgspec.Struct, frozen=True, kw_only=True):
+    """A question put to reflection: what recall found on it in the project, and the project's
+    disposition."""
+
+    query: str
+    project: str
+    evidence: list[Scored]
+    disposition: Disposition = msgspec.field(default_factory=Disposition)
 
 
 Stance = Literal["supports", "contradicts"]

@@ -6,7 +6,3 @@ Each module is one concern and pure where it can be; their followers (workers/dy
 read a snapshot and derive, and the runner (workers/thinking/runner.py) emits, so that a job run
 twice, or on two machines at once, emits the same ids.
 """
-
-from ingest.emit import Worker
-
-REFLECT = Worker("reflect", 1)  # bump when the same evidence would yield another opinion

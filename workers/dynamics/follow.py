@@ -1,15 +1,22 @@
 """The followers of memory's dynamics: the signals of each session that ends (and the
-preferences and recurring failures they make), and the scheduled ones: the lifecycle, its
-catch-up on what sessions ending together missed, the dream cycle, communities and decay.
+preferences and recurring failures they make), the scheduled ones (the lifecycle, its catch-up
+on what sessions ending together missed, the dream cycle, communities and decay), and
+reflection, which answers whoever asks.
 """
 
 from collections.abc import Iterator
 
+import duckdb
 import numpy as np
 
-from workers.dynamics import communities, consolidation, decay, dream, lifecycle, session
+from projections.sql import EVENTS_BEHIND
+from schemas import kinds
+from schemas.ids import id_time_ms
+from schemas.reflection import Asked
+from workers.dynamics import communities, consolidation, decay, dream, lifecycle, reflect, session
+from workers.llm.config import configured
 from workers.thinking.follower import Derived
-from workers.thinking.reading import Reading
+from workers.thinking.reading import Reading, tokens_today
 
 
 def signals(reading: Reading) -> Iterator[Derived]:
@@ -75,3 +82,49 @@ def _memory_vectors(reading: Reading, memory_ids: list[str]) -> dict[str, np.nda
     for memory_id, vector in zip(rows.column("memory_id").to_pylist(), vector_matrix(rows), strict=True):
         chunks.setdefault(memory_id, []).append(vector)
     return consolidation.memory_vectors(chunks)
+
+
+def opinion(reading: Reading) -> Iterator[Derived]:
+    """The opinion memory forms on the question asked (workers/dynamics/reflect.py), worded by the
+    LLM when one is configured, recorded with the events behind its evidence as its causes; the
+    opinion itself is the asker's answer."""
+    asked = reading.request
+    if not isinstance(asked, Asked):
+        raise TypeError(f"reflection answers an Asked, not a {type(asked).__name__}")
+    db = reading.snapshot
+    formed = reflect.reflect(asked.query, asked.project, asked.evidence, asked.disposition, _held(db, asked))
+    causes = _events_behind(db, [e.memory_id for e in [*formed.supporting, *formed.contradicting]])
+    llm = configured(reading.settings)
+    if llm is not None and (formed.supporting or formed.contradicting):
+        worded, used = reflect.with_llm(llm, formed, asked.disposition, tokens_today(db))
+        if causes:
+            yield Derived(kinds.LLM_USED, used, asked.project, causes)
+        formed = worded or formed
+    reading.answer = formed
+    if causes:
+        yield from reflect.recorded(formed, asked.project, causes)
+
+
+def _held(db: duckdb.DuckDBPyConnection, asked: Asked) -> float | None:
+    """The confidence of the project's opinion on the question, if it holds one."""
+    row = db.execute(
+        "SELECT confidence FROM opinions WHERE opinion_id = ?",
+        [reflect.opinion_id(asked.project, asked.query)],
+    ).fetchone()
+    return float(row[0]) if row else None
+
+
+def _events_behind(db: duckdb.DuckDBPyConnection, memory_ids: list[str]) -> tuple[str, ...]:
+    """The events behind these memories: what an opinion drawn from them was caused by."""
+    if not memory_ids:
+        return ()
+    rows = db.execute(EVENTS_BEHIND, {"ids": memory_ids}).fetchall()
+    return tuple(row[0] for row in rows if _is_event_id(row[0]))
+
+
+def _is_event_id(value: str) -> bool:
+    try:
+        id_time_ms(value)
+    except (ValueError, KeyError):
+        return False
+    return True

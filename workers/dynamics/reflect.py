@@ -23,21 +23,27 @@ extraction's LLM is configured, `with_llm` has the model word and weigh the same
 
 import hashlib
 import math
+import os
 import re
-from collections.abc import Sequence
+import tomllib
+from collections.abc import Iterator, Sequence
 
 import msgspec
 
 from projections.recall.block import asked_before
 from projections.recall.words import word_set
+from schemas import kinds, memory
 from schemas.llm import LLMUsed, Spent
 from schemas.recall import Scored
 from schemas.reflection import Disposition, Evidence, Reflection, Stance
 from workers.dynamics.crystallize import about
 from workers.llm.config import LLMSettings
 from workers.llm.providers import Completion, ProviderError, complete, spent
+from workers.thinking.follower import Derived
 
 PROMOTE_ABOVE = 0.9
+DISPOSITION_FILE = ".reverie.toml"
+MOVED = 0.05  # a confidence that moves less than this leaves the opinion as it was
 _USERS_OWN = {"prompt", "remembered", "preference"}
 _AGAINST = re.compile(
     r"\b(?:not|never|no longer|don't|doesn't|didn't|won't|can't|cannot|fail(?:s|ed|ing|ure)?|broke|broken|"
@@ -52,6 +58,53 @@ _FAILED = re.compile(
     r"\b(?:fail(?:s|ed|ing|ure)?|broke|broken|wrong|slow|bug(?:gy)?|error|reverted?|échou\w*|cassé)\b",
     re.IGNORECASE,
 )
+
+
+class BadDisposition(ValueError):
+    pass
+
+
+def disposition(root: str | None) -> Disposition:
+    """The project's disposition: `[reflect]` of `.reverie.toml` at the root of the worktree,
+    else (or with no root) the defaults."""
+    if root is None:
+        return Disposition()
+    path = os.path.join(root, DISPOSITION_FILE)
+    try:
+        with open(path, "rb") as f:
+            table = tomllib.load(f).get("reflect", {})
+        return msgspec.convert(table, Disposition)
+    except FileNotFoundError:
+        return Disposition()
+    except (OSError, tomllib.TOMLDecodeError, msgspec.ValidationError) as e:
+        raise BadDisposition(f"{path}, [reflect]: {e} (skepticism, literalism, empathy: 1 to 5)") from None
+
+
+def recorded(formed: Reflection, project: str, causes: tuple[str, ...]) -> Iterator[Derived]:
+    """The events that record `formed`: `opinion.formed` the first time, `opinion.revised` when
+    the evidence moved it (by MOVED or more), and an `observation.formed` above PROMOTE_ABOVE."""
+    before = formed.revised_from
+    if before is None:
+        opinion = memory.OpinionFormed(
+            opinion_id=formed.opinion_id, statement=formed.statement, confidence=formed.confidence
+        )
+        yield Derived(kinds.OPINION_FORMED, opinion, project, causes)
+    elif abs(formed.confidence - before) >= MOVED:
+        reason = f"new evidence: {len(formed.supporting)} for, {len(formed.contradicting)} against"
+        revised = memory.OpinionRevised(
+            opinion_id=formed.opinion_id,
+            statement=formed.statement,
+            confidence=formed.confidence,
+            reason=reason,
+        )
+        yield Derived(kinds.OPINION_REVISED, revised, project, causes)
+    if formed.promote:
+        observed = memory.ObservationFormed(
+            observation_id=formed.opinion_id.replace("opinion:", "observation:"),
+            statement=formed.statement,
+            confidence=formed.confidence,
+        )
+        yield Derived(kinds.OBSERVATION_FORMED, observed, project, causes)
 
 
 def opinion_id(project: str, query: str) -> str:

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import Annotated
 
 import msgspec
+import structlog
 
 from schemas.llm import Provider
 from schemas.settings import Settings
@@ -80,6 +81,16 @@ def llm_settings(settings: Settings, environ: Mapping[str, str] | None = None) -
         return msgspec.convert(table, LLMSettings)
     except (ValueError, msgspec.ValidationError) as e:
         raise BadSettings(f"llm settings ({settings.settings_file} and REVERIE_LLM_*): {e}") from None
+
+
+def configured(settings: Settings) -> LLMSettings | None:
+    """The LLM the settings configure, if any; a misconfigured one is logged, and is none: the
+    deterministic path (the extractor, the evidence-weighted opinion) stands."""
+    try:
+        return llm_settings(settings)
+    except BadSettings as e:
+        structlog.get_logger("reverie.llm").warning("llm.misconfigured", error=str(e), using="no LLM")
+        return None
 
 
 def _file_table(path: str) -> dict[str, object]:

@@ -1,5 +1,6 @@
-"""What a follower reads: the events it follows, the projections' snapshot (opened one way, the
-first time it is asked for), the embedding model (loaded once per process) and the time.
+"""What a follower reads: the events it follows (or, for a follower of requests, the request),
+the projections' snapshot (opened one way, the first time it is asked for), the embedding model
+(loaded once per process) and the time. A follower of requests leaves its answer on it.
 
 The model is loaded before RQ forks its work horses (`preload`), so a job that needs a vector
 pays ~10 ms a text, not the ~10 s of importing and loading it; a job run elsewhere (a test, a
@@ -11,6 +12,7 @@ from datetime import datetime
 from functools import cached_property
 
 import duckdb
+import msgspec
 import numpy as np
 
 from ingest.emit import Worker, encode
@@ -50,11 +52,20 @@ def tokens_today(db: duckdb.DuckDBPyConnection) -> int:
 class Reading:
     """One run's view: see the module's docstring. Close it (or use it in a `with` block)."""
 
-    def __init__(self, settings: Settings, worker: Worker, events: list[Event], at: datetime) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        worker: Worker,
+        events: list[Event],
+        at: datetime,
+        request: msgspec.Struct | None = None,
+    ) -> None:
         self.settings = settings
         self.worker = worker
         self.events = events
         self.at = at
+        self.request = request
+        self.answer: msgspec.Struct | None = None  # what a follower of requests answers its asker
 
     @cached_property
     def snapshot(self) -> duckdb.DuckDBPyConnection:

@@ -9,7 +9,7 @@ other ids).
 """
 
 from ingest.emit import Worker
-from workers.thinking.follower import HOUR_S, Batches, Follower, Schedule, SessionEnds
+from workers.thinking.follower import HOUR_S, Batches, Follower, Requests, Schedule, SessionEnds
 
 _EXTRACTION = "workers.extraction.follow"
 _DYNAMICS = "workers.dynamics.follow"
@@ -74,6 +74,13 @@ FOLLOWERS: list[Follower] = [
         Schedule("45 */6 * * *"),
         f"{_DYNAMICS}:judgments",
         "judges each recall (used or not), which FSRS stability follows: it orders memories, hides none",
+    ),
+    Follower(
+        "reflect",
+        Worker("reflect", 1),
+        Requests(),
+        f"{_DYNAMICS}:opinion",
+        "forms an opinion on a question from what memory holds on it (reverie reflect, memory_reflect)",
     ),
 ]
 

@@ -5,6 +5,8 @@ session's, from the whole log), opens a `Reading`, calls the follower's `derive`
 it derives through one `Emitter` under the follower's worker, so ids follow from the worker and
 the causes; it counts and logs what it emitted. `dispatch` is how the dispatcher hands it a
 batch: one job per follower of batches, one per follower of session ends and session ended.
+A follower of requests is never queued: `ask` runs it where it was asked, emits what it derives
+to the stream (or the spool while the stack is down), and gives back its answer.
 
 A job that fails is tried again after 5 s and 30 s; one that failed three times stays in RQ's
 failed-job registry, which `reverie status` lists with its error. Jobs read the segments where
@@ -13,7 +15,7 @@ the dispatcher wrote them: every worker must share the stack's data directory.
 
 import os
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 
 import msgspec
@@ -31,7 +33,7 @@ from schemas.kinds import SESSION_ENDED, SOURCE_WORKER
 from schemas.registry import DERIVED_KINDS
 from schemas.settings import Settings
 from workers.logs import quarantine_logger
-from workers.thinking.follower import Batches, Follower, SessionEnds
+from workers.thinking.follower import Batches, Derived, Follower, SessionEnds
 from workers.thinking.reading import Reading
 from workers.thinking.registry import named, registered
 
@@ -68,22 +70,46 @@ def run(
     follower = named(name)
     settings = settings or Settings.from_env()
     events = _events(cause, settings)
-    emitted: Counter[str] = Counter()
     with (
         Reading(settings, follower.worker, events, at or datetime.now(UTC)) as reading,
         Emitter(client or _job_connection(), SOURCE_WORKER, follower.worker) as out,
     ):
-        for each in follower.deriving()(reading):
-            out.emit(
-                each.kind,
-                each.payload,
-                project=each.project,
-                session_id=each.session_id,
-                caused_by=each.caused_by,
-                key=each.key,
-            )
-            emitted[each.kind] += 1
-    log.info(f"{name}.ran", cause=_said(cause), events=len(events), emitted=dict(emitted))
+        emitted = _emitted(out, follower.deriving()(reading))
+    log.info(f"{name}.ran", cause=_said(cause), events=len(events), emitted=emitted)
+    return emitted
+
+
+def ask(
+    name: str, request: msgspec.Struct, settings: Settings, source: str, client: "redis.Redis | None" = None
+) -> tuple[msgspec.Struct | None, dict[str, int]]:
+    """Run the follower of requests `name` on `request`, here, for an asker (`source`: the command
+    line, the MCP server); its answer, and how many events of each kind it emitted, to `client`
+    (by default the settings' Redis), or to the spool while Redis cannot take them."""
+    from workers.redis_client import connect  # here: the followers of batches never ask
+
+    follower = named(name)
+    with (
+        Reading(settings, follower.worker, [], datetime.now(UTC), request) as reading,
+        Emitter(client or connect(settings, timeout=2.0), source, follower.worker, spool=settings) as out,
+    ):
+        emitted = _emitted(out, follower.deriving()(reading))
+    log.info(f"{name}.answered", emitted=emitted, went_to=out.went_to)
+    return reading.answer, emitted
+
+
+def _emitted(out: Emitter, derived: Iterable[Derived]) -> dict[str, int]:
+    """Queue each derived event on `out`; how many of each kind."""
+    emitted: Counter[str] = Counter()
+    for each in derived:
+        out.emit(
+            each.kind,
+            each.payload,
+            project=each.project,
+            session_id=each.session_id,
+            caused_by=each.caused_by,
+            key=each.key,
+        )
+        emitted[each.kind] += 1
     return dict(emitted)
 
 
