@@ -14,7 +14,7 @@ from workers.dynamics.crystallize import (
     SAME_MEANING,
     WINDOW,
     Occurrence,
-    Said,
+    Utterance,
     about,
     crystallize,
     preference_id,
@@ -25,8 +25,8 @@ from workers.dynamics.signals import normalize
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
 
 
-def said(text: str, session: str, n: int = 0) -> Said:
-    return Said(f"e-{session}-{text}-{n}", session, text, T0 + timedelta(minutes=n))
+def said(text: str, session: str, n: int = 0) -> Utterance:
+    return Utterance(f"e-{session}-{text}-{n}", session, text, T0 + timedelta(minutes=n))
 
 
 def test_three_sessions_crystallize_and_two_do_not() -> None:
@@ -76,7 +76,7 @@ def test_the_profile_keeps_the_strongest_and_the_newest_window() -> None:
     crystals = crystallize("p", signals)
     assert len(crystals) == PROFILE
     assert all(c.sessions == 4 for c in crystals[: (PROFILE + 5) // 2])  # the strongest first
-    old = [Said(f"old{s}", f"s{s}", "ancient rule", T0 - timedelta(days=9)) for s in range(3)]
+    old = [Utterance(f"old{s}", f"s{s}", "ancient rule", T0 - timedelta(days=9)) for s in range(3)]
     recent = [said(f"recent {n}", "s0", n) for n in range(WINDOW)]
     assert crystallize("p", [*old, *recent]) == []  # out of the window of the newest 500
     assert [c.statement for c in crystallize("p", [*old, *recent[:-3]])] == ["ancient rule"]

@@ -46,7 +46,7 @@ RELATED = 0.5  # ... and their cosine at least (MiniLM: unrelated texts 0.0-0.25
 Encode = Callable[[Sequence[str]], np.ndarray]
 
 
-class Said(msgspec.Struct, frozen=True):
+class Utterance(msgspec.Struct, frozen=True):
     """One signal as the snapshot holds it: who said what, where, and which event says so."""
 
     event_id: str  # the signal.detected event
@@ -89,11 +89,11 @@ def preference_id(project: str, statement: str) -> str:
     return f"preference:{digest}"
 
 
-def crystallize(project: str, said: Iterable[Said], encode: Encode | None = None) -> list[Crystal]:
+def crystallize(project: str, said: Iterable[Utterance], encode: Encode | None = None) -> list[Crystal]:
     """The preferences of `project` that `said` (its signals) crystallize, strongest first, at
     most PROFILE; `encode` groups wordings by meaning (None: by their text alone)."""
     newest = sorted(said, key=lambda s: (s.ts, s.event_id), reverse=True)[:WINDOW]
-    by_text: dict[str, list[Said]] = {}
+    by_text: dict[str, list[Utterance]] = {}
     for signal in newest:
         by_text.setdefault(signal.text, []).append(signal)
     crystals = []
@@ -107,7 +107,11 @@ def crystallize(project: str, said: Iterable[Said], encode: Encode | None = None
 
 
 def _crystal(
-    project: str, texts: list[str], group: list[Said], sessions: int, by_text: Mapping[str, list[Said]]
+    project: str,
+    texts: list[str],
+    group: list[Utterance],
+    sessions: int,
+    by_text: Mapping[str, list[Utterance]],
 ) -> Crystal:
     def said_most(text: str) -> tuple[int, datetime, str]:
         return (-len(by_text[text]), min(s.ts for s in by_text[text]), text)

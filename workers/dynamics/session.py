@@ -19,7 +19,7 @@ from schemas import kinds, memory
 from schemas.events import Event
 from schemas.memory import fact_id
 from workers.dynamics import crystallize, signals
-from workers.dynamics.crystallize import Encode, Occurrence, Said
+from workers.dynamics.crystallize import Encode, Occurrence, Utterance
 from workers.evidence.failures import output_of, runs, signature
 from workers.evidence.statements import statements
 from workers.thinking.follower import Derived
@@ -146,15 +146,15 @@ def _crystallized(project: str, crystal: crystallize.Crystal) -> Derived:
     )
 
 
-def _said_now(fresh: Sequence[tuple[str, Derived]], times: dict[str, datetime]) -> Iterator[Said]:
+def _said_now(fresh: Sequence[tuple[str, Derived]], times: dict[str, datetime]) -> Iterator[Utterance]:
     for event_id, derived in fresh:
         signal = derived.payload
         if isinstance(signal, memory.SignalDetected) and signal.signal in _PREFERRING:
             ts = times[derived.caused_by[0]]
-            yield Said(event_id, derived.session_id or "", signal.text, ts, signal.signal)
+            yield Utterance(event_id, derived.session_id or "", signal.text, ts, signal.signal)
 
 
-def _said_before(db: duckdb.DuckDBPyConnection, project: str, session_id: str) -> Iterator[Said]:
+def _said_before(db: duckdb.DuckDBPyConnection, project: str, session_id: str) -> Iterator[Utterance]:
     """The other sessions' signals of `project`, and the graph's preferences, each with the
     sessions whose events asserted it."""
     rows = db.execute(
@@ -175,7 +175,7 @@ def _said_before(db: duckdb.DuckDBPyConnection, project: str, session_id: str) -
         {"project": project, "session": session_id, "relations": list(GRAPH_PREFERENCES)},
     ).fetchall()
     for event_id, session, text, ts, kind in rows:
-        yield Said(event_id, session, signals.normalize(text), ts, kind)
+        yield Utterance(event_id, session, signals.normalize(text), ts, kind)
 
 
 def failures(db: duckdb.DuckDBPyConnection, events: Sequence[Event]) -> Iterator[Derived]:

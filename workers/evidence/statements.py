@@ -16,7 +16,7 @@ import msgspec
 
 from schemas.text import clean, is_noise
 
-Said = Literal["decision", "rule", "remember"]
+StatementKind = Literal["decision", "rule", "remember"]
 
 _CODE = re.compile(r"```[\s\S]*?(?:```|$)|`[^`\n]*`")
 # a sentence ends at . ! or ? before a space or the end ("fly.io" and "v1.2" do not end one)
@@ -27,7 +27,7 @@ _LEAD = (
 )
 # "never had", "always been": a story, not a rule
 _NARRATED = r"(?:had|has|have|was|were|been|did|got|felt|thought|knew|saw|seen)\b"
-_FORMS: list[tuple[Said, re.Pattern[str]]] = [
+_FORMS: list[tuple[StatementKind, re.Pattern[str]]] = [
     (
         "remember",
         re.compile(
@@ -71,7 +71,7 @@ _ABOUT_WORK = re.compile(
 
 
 class Statement(msgspec.Struct, frozen=True):
-    said: Said
+    said: StatementKind
     text: str
 
 

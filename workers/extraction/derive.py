@@ -20,7 +20,7 @@ from schemas.events import Event
 from schemas.memory import fact_id
 from schemas.ontology import Relation, topic_of, tulving_type
 from workers.evidence.failures import CHECKS, Fixed, as_run, error_line, fixes, runs
-from workers.evidence.statements import Said, statements
+from workers.evidence.statements import StatementKind, statements
 from workers.extraction.commits import commits
 from workers.extraction.files import canonical_name, entity_id, file_entities, relative, root_of
 from workers.extraction.manifests import dependencies
@@ -33,7 +33,7 @@ _RUNNERS = frozenset(
     ["mix", "npm", "pnpm", "yarn", "bun", "npx", "run", "python", "python3", "uv", "cargo", "go", "make", "m"]
 )
 # what each kind of statement asserts: its relation, its subject, and where it goes in the budget
-_STATED: dict[Said, tuple[Relation, str, memory.Category]] = {
+_STATED: dict[StatementKind, tuple[Relation, str, memory.Category]] = {
     "decision": ("decided_for", "project", "decisions"),
     "rule": ("prefers", "person", "patterns"),
     "remember": ("learned_that", "project", "context"),
