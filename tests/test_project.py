@@ -146,14 +146,14 @@ def test_projects_whose_paths_end_alike_have_a_profile_each(env: dict[str, str],
 
 
 def test_recall_takes_a_claude_code_key_as_its_project_though_it_starts_with_a_dash() -> None:
-    from reverie.commands import _attach_dashed_values, _parser
+    from reverie.cli.parser import attach_dashed_values, parser
 
     argv = ["recall", "--project", "-home-u-proj-x", "what broke?", "--json"]
-    args = _parser().parse_args(_attach_dashed_values(argv))
+    args = parser().parse_args(attach_dashed_values(argv))
     assert (args.project, args.query, args.json) == ("-home-u-proj-x", "what broke?", True)
     with pytest.raises(SystemExit):  # what argparse alone does with it
-        _parser().parse_args(argv)
-    assert _attach_dashed_values(["recall", "--project", "--json"]) == ["recall", "--project", "--json"]
+        parser().parse_args(argv)
+    assert attach_dashed_values(["recall", "--project", "--json"]) == ["recall", "--project", "--json"]
 
 
 # -- one repository, one project (issue 21) ---------------------------------------------------

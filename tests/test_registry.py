@@ -8,7 +8,7 @@ import pytest
 
 from projections import sql
 from projections.folds import BY_FAMILY, TABLES, base
-from reverie.commands import _parser
+from reverie.cli.parser import parser
 from schemas import kinds
 from schemas.registry import DERIVED_KINDS, FAMILIES, KINDS, MEMORY_TABLES, Family, of_family
 from schemas.settings import Settings
@@ -95,6 +95,6 @@ def test_what_reads_every_kind_and_every_memory_table_leaves_none_out(
 
     # `reverie sql --help` names every table a reader sees
     with pytest.raises(SystemExit):
-        _parser().parse_args(["sql", "--help"])
+        parser().parse_args(["sql", "--help"])
     said = set(re.findall(r"\w+", capsys.readouterr().out))
     assert {name for tables in TABLES.values() for name in tables} | set(MEMORY_TABLES) <= said

@@ -1,7 +1,10 @@
 """The `reverie` command: parses, then calls into the rooms.
 
 `reverie hook` is checked before anything else is imported: it runs once per Claude Code
-event and its whole budget is a few tens of milliseconds.
+event and its whole budget is a few tens of milliseconds. Every other command is parsed by
+reverie/cli/parser.py, which assembles the commands of each group (one module a group: the stack,
+the event log, memory, thinking, Claude Code, the Procfile's processes) and calls the function
+the command names; each imports what it needs when it runs, never at parse time.
 
 A command whose output's reader leaves early (`reverie sql ... | head`) ends quietly, with
 the status a shell expects of a writer cut off.
@@ -22,7 +25,7 @@ def main(argv: list[str] | None = None) -> int:
         from ingest.hook import main as hook_main
 
         return hook_main(args[1:])
-    from reverie.commands import run
+    from reverie.cli.parser import run
 
     try:
         status = run(args)
