@@ -58,8 +58,19 @@ def build(settings: Settings, project: str, root: str | None = None) -> MCPServe
     """The server, its tools bound to `settings` and `project` (the worktree `root` it runs in
     names the project's disposition, `.reverie.toml`)."""
     server = MCPServer("reverie", instructions=INSTRUCTIONS)
+    for tool in (
+        _recall_tool(settings, project),
+        _remember_tool(settings, project),
+        _reflect_tool(settings, project, root),
+        _timeline_tool(settings, project),
+        _forget_tool(settings, project),
+        _why_tool(settings, project),
+    ):
+        server.add_tool(tool)
+    return server
 
-    @server.tool()
+
+def _recall_tool(settings: Settings, project: str) -> Callable[..., str]:
     def memory_recall(
         query: Annotated[str, Field(description="what to remember about: a question, a task, an error")],
         type: Annotated[Network | None, Field(description="one network of memory only")] = None,
@@ -74,7 +85,10 @@ def build(settings: Settings, project: str, root: str | None = None) -> MCPServe
         request = RecallRequest(prompt=query, project=project, network=type, category=category, dedup=True)
         return _listed(_recall(settings, request), budget)
 
-    @server.tool()
+    return memory_recall
+
+
+def _remember_tool(settings: Settings, project: str) -> Callable[..., str]:
     @_by_alias
     def memory_remember(
         text: Annotated[str, Field(description="what to remember, in a sentence or two")],
@@ -110,7 +124,10 @@ def build(settings: Settings, project: str, root: str | None = None) -> MCPServe
         )
         return f"Remembered as {done.category} for {where}{cut}: {done.event_id}{later}"
 
-    @server.tool()
+    return memory_remember
+
+
+def _reflect_tool(settings: Settings, project: str, root: str | None) -> Callable[..., str]:
     def memory_reflect(query: Annotated[str, Field(description="the question to reflect on")]) -> str:
         """An opinion on `query` from what memory holds, with its confidence and the evidence for
         and against it (contradictions surfaced); recorded, and revised as evidence changes."""
@@ -122,14 +139,20 @@ def build(settings: Settings, project: str, root: str | None = None) -> MCPServe
         except (RecallFailed, BadDisposition) as e:
             raise ToolError(str(e)) from None
 
-    @server.tool()
+    return memory_reflect
+
+
+def _timeline_tool(settings: Settings, project: str) -> Callable[..., str]:
     def memory_timeline(
         entity: Annotated[str, Field(description="an entity's name (a file, a tool, a library...) or id")],
     ) -> str:
         """Everything that happened to an entity, oldest first: first seen, facts, ends, signals."""
         return timeline(settings, entity, project)
 
-    @server.tool()
+    return memory_timeline
+
+
+def _forget_tool(settings: Settings, project: str) -> Callable[..., str]:
     def memory_forget(
         id: Annotated[str, Field(description="the memory's id, as memory_recall shows it")],
         reason: Annotated[str, Field(description="why it is wrong or no longer useful")],
@@ -141,7 +164,10 @@ def build(settings: Settings, project: str, root: str | None = None) -> MCPServe
             raise ToolError(str(e)) from None
         return f"Forgotten: {id} is hidden from recall from now on (event {done.event_id})"
 
-    @server.tool()
+    return memory_forget
+
+
+def _why_tool(settings: Settings, project: str) -> Callable[..., str]:
     def memory_why(
         id: Annotated[str, Field(description="a memory's id, as memory_recall shows it, or an entity's")],
     ) -> str:
@@ -158,7 +184,7 @@ def build(settings: Settings, project: str, root: str | None = None) -> MCPServe
 
         return msgspec.json.encode(answer).decode()
 
-    return server
+    return memory_why
 
 
 def _by_alias(tool: Callable[..., str]) -> Callable[..., str]:
@@ -216,31 +242,19 @@ def _listed(found: Any, budget: int) -> str:
 
 
 def timeline(settings: Settings, entity: str, project: str) -> str:
-    """The entity's timeline as `project` may see it: its rows and those that hold everywhere,
-    and its first sighting if any of them is there."""
-    from projections.sql import NoSnapshot, connect
+    """The entity's timeline as `project` may see it (projections/timeline.py), a line each."""
+    from projections.sql import NoSnapshot
+    from projections.timeline import entity_timeline
 
     try:
-        db = connect(settings, snapshot_required=True)
+        happened = entity_timeline(settings, entity, project)
     except NoSnapshot as e:
         raise ToolError(str(e)) from None
-    try:
-        rows = db.execute(
-            """
-            WITH named AS (SELECT * FROM entity_timeline WHERE entity_id = $e OR lower(name) = lower($e)),
-            here AS (SELECT * FROM named WHERE everywhere OR project = $project)
-            SELECT name, happened_at, what, detail FROM named
-            WHERE entity_id IN (SELECT entity_id FROM here)
-                AND (everywhere OR project = $project OR what = 'first seen')
-            ORDER BY happened_at NULLS LAST LIMIT 200
-            """,
-            {"e": entity, "project": project},
-        ).fetchall()
-    finally:
-        db.close()
-    if not rows:
+    if not happened:
         raise ToolError(f"no entity is called {entity!r} in this project: try memory_recall to find its name")
-    return "\n".join(f"{at:%Y-%m-%d %H:%M} {what}: {detail or name}" for name, at, what, detail in rows if at)
+    return "\n".join(
+        f"{at:%Y-%m-%d %H:%M} {what}: {detail or name}" for name, at, what, detail in happened if at
+    )
 
 
 def serve() -> int:

@@ -1,4 +1,4 @@
-"""Memory thinking over what it holds: `reverie reflect` (an opinion on a question) and `think`
+"""What memory makes of what it holds: `reverie reflect` (an opinion on a question) and `think`
 (the scheduled jobs, now)."""
 
 from __future__ import annotations
