@@ -23,7 +23,7 @@ import tempfile
 import time
 
 from ingest.envelope import compile_patterns
-from reverie.installing import launcher_command
+from reverie.installing.entries import launcher_command
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PAYLOAD = os.path.join(

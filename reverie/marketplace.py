@@ -11,7 +11,7 @@ leaves no hook behind pointing at a path that is gone.
 The plugin holds what `reverie install claude-code` writes (a hook entry per event, the MCP
 server), and the slash commands `/reverie:remember` and `/reverie:recall` shipped in
 reverie/plugin/commands. As install does, the marketplace keeps the secrets it is given in the
-data directory's connection file, never in a command (reverie/installing.py: `placement`); the
+data directory's connection file, never in a command (reverie/installing/connection.py: `placement`); the
 file is recorded for the plugin, so uninstalling a scope leaves it.
 """
 
@@ -26,7 +26,9 @@ import time
 from typing import Any
 
 from ingest.envelope import compile_patterns
-from reverie import installing
+from reverie.installing.connection import connection_change, placement
+from reverie.installing.entries import mcp_server, with_hooks
+from reverie.installing.transaction import Installs, apply_install
 from schemas.files import private_directory
 from schemas.settings import Settings
 
@@ -75,8 +77,8 @@ def write_plugin(settings: Settings) -> str:
 
 
 def _plugin_files() -> dict[str, dict[str, Any]]:
-    inline = installing.placement("user", os.environ).inline
-    hooks = installing.with_hooks({}, inline)["hooks"]
+    inline = placement("user", os.environ).inline
+    hooks = with_hooks({}, inline)["hooks"]
     return {
         ".claude-plugin/plugin.json": {
             "name": NAME,
@@ -85,7 +87,7 @@ def _plugin_files() -> dict[str, dict[str, Any]]:
             "author": {"name": "reverie"},
         },
         "hooks/hooks.json": {"description": _DESCRIPTION, "hooks": hooks},
-        ".mcp.json": {"mcpServers": {NAME: installing.mcp_server(inline)}},
+        ".mcp.json": {"mcpServers": {NAME: mcp_server(inline)}},
     }
 
 
@@ -115,10 +117,10 @@ def write_marketplace(settings: Settings) -> str:
     """The marketplace folder, its plugin's source the command that writes the plugin; its path."""
     folder = os.path.join(settings.home, "claude-code", "marketplace")
     private_directory(os.path.dirname(folder), create=True)
-    placed = installing.placement("user", os.environ)
+    placed = placement("user", os.environ)
     if placed.private:
-        change = installing.connection_change(settings.connection_file, placed.private)
-        installing.apply_install("plugin", [change], installing.Installs(settings))
+        change = connection_change(settings.connection_file, placed.private)
+        apply_install("plugin", [change], Installs(settings))
     forwarded = " ".join(f"{name}={shlex.quote(value)}" for name, value in placed.inline.items())
     command = " ".join(
         filter(

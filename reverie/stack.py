@@ -128,7 +128,7 @@ def status(as_json: bool) -> int:
     ]
     if os.path.exists(settings.connection_file):
         rows.append(("connection", _connection(settings)))
-    from reverie.installing import stale_hooks
+    from reverie.installing.stale import stale_hooks
 
     stale = stale_hooks(os.path.expanduser("~"), os.getcwd())
     if stale:

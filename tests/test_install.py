@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 import ingest
-from reverie import installing
+from reverie.installing.entries import is_ours
+from reverie.installing.stale import stale_hooks
 from schemas.kinds import HOOK_KINDS
 from schemas.settings import Settings, read_connection
 from tests.conftest import REVERIE, Stack, wait_for
@@ -72,7 +73,7 @@ def test_install_then_uninstall_leaves_every_file_as_it_was(user: dict[str, Any]
     hooks = hooks_of(settings)
     assert set(hooks) >= set(HOOK_KINDS)
     for event in HOOK_KINDS:
-        ours = [h for group in hooks[event] for h in group["hooks"] if installing.is_ours(h)]
+        ours = [h for group in hooks[event] for h in group["hooks"] if is_ours(h)]
         assert len(ours) == 1 and ours[0]["command"].endswith(f"launcher.py {event} || true")
     if scope == "user":  # the user's own hooks and keys are all there, first
         assert hooks["PreToolUse"][0] == THEIRS["hooks"]["PreToolUse"][0]
@@ -153,7 +154,7 @@ def test_the_installed_hook_records_and_never_blocks_once_its_paths_are_gone(
 ) -> None:
     assert reverie(user, "install", "claude-code").returncode == 0
     hooks = hooks_of(user["home"] / ".claude" / "settings.json")
-    [command] = [h["command"] for g in hooks["PostToolUse"] for h in g["hooks"] if installing.is_ours(h)]
+    [command] = [h["command"] for g in hooks["PostToolUse"] for h in g["hooks"] if is_ours(h)]
     payload = json.dumps({"session_id": "s1", "hook_event_name": "PostToolUse", "tool_name": "Bash"})
     env = {k: v for k, v in user["env"].items() if k != "REVERIE_HOME"}  # the command carries it
     ran = subprocess.run(["/bin/sh", "-c", command], input=payload.encode(), env=env, capture_output=True)
@@ -170,7 +171,7 @@ def test_the_installed_hook_records_and_never_blocks_once_its_paths_are_gone(
     assert gone.returncode == 0  # never 2, which Claude Code reads as "block the prompt"
     settings = user["home"] / ".claude" / "settings.json"
     settings.write_text(settings.read_text().replace(package, removed))
-    stale = installing.stale_hooks(str(user["home"]), str(user["project"]))
+    stale = stale_hooks(str(user["home"]), str(user["project"]))
     assert len(stale) == len(HOOK_KINDS) and removed in stale[0]
 
 
@@ -198,9 +199,7 @@ def test_hooks_on_the_host_reach_a_stack_published_on_loopback_with_its_token(
         }  # fmt: skip
         assert reverie({**user, "env": host}, "install", "claude-code").returncode == 0
         hooks = hooks_of(user["home"] / ".claude" / "settings.json")
-        [command] = [
-            h["command"] for g in hooks["UserPromptSubmit"] for h in g["hooks"] if installing.is_ours(h)
-        ]
+        [command] = [h["command"] for g in hooks["UserPromptSubmit"] for h in g["hooks"] if is_ours(h)]
         prompt = {
             "session_id": "host-1",
             "hook_event_name": "UserPromptSubmit",
@@ -239,7 +238,7 @@ def with_stack(user: dict[str, Any]) -> dict[str, Any]:
 
 
 def reverie_command(path: Path, event: str) -> str:
-    [command] = [h["command"] for g in hooks_of(path)[event] for h in g["hooks"] if installing.is_ours(h)]
+    [command] = [h["command"] for g in hooks_of(path)[event] for h in g["hooks"] if is_ours(h)]
     return str(command)
 
 

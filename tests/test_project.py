@@ -490,7 +490,8 @@ def test_the_stack_identifies_the_recorded_paths_this_disk_knows(folding: Foldin
 def test_every_front_door_agrees_on_the_project_of_a_folder(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from reverie import installing, recalling, remembering
+    from reverie import recalling, remembering
+    from reverie.installing.plan import project_root
 
     main = repository(tmp_path / "app")
     fix = worktree(main, tmp_path / "app-fix")
@@ -499,7 +500,7 @@ def test_every_front_door_agrees_on_the_project_of_a_folder(
     assert remembering.current_place() == (str(main), str(fix))  # remember, forget, the MCP server
     assert recalling.project_named(".") == recalling.project_named(str(main)) == str(main)  # recall, reflect
     assert recalling.place_named(str(fix / "lib")) == (str(main), str(fix))
-    assert installing.project_root(str(fix / "lib")) == str(fix)  # where the project scope writes
+    assert project_root(str(fix / "lib")) == str(fix)  # where the project scope writes
     assert project_of({"cwd": str(fix / "lib")}, {}) == str(main)  # the hook, the import
 
 

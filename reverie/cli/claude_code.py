@@ -84,13 +84,13 @@ def _add_installer(commands: Commands, verb: str, does: str, description: str) -
 
 
 def _install(args: argparse.Namespace) -> int:
-    from reverie.installing import install
+    from reverie.installing.command import install
 
     return install(args.scope, args.dry_run)
 
 
 def _uninstall(args: argparse.Namespace) -> int:
-    from reverie.installing import uninstall
+    from reverie.installing.command import uninstall
 
     return uninstall(args.scope, args.dry_run)
 

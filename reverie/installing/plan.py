@@ -1,0 +1,130 @@
+"""What install and uninstall do to each file of a scope, worked out before anything is written:
+so `--dry-run` shows exactly what would be written, and a file that is not a JSON object stops
+everything before any file changed.
+
+A scope names two files: user, ~/.claude/settings.json and ~/.claude.json; project, the
+project's .claude/settings.json and .mcp.json; local, its .claude/settings.local.json and its
+entry in ~/.claude.json. A file whose content would not change is left as it is, byte for byte.
+Uninstall puts back a file's bytes from before install when nobody changed it since install
+wrote it (nor installed another scope into it); else it takes reverie's entries out alone. The
+connection file is left alone while another scope's install (or the plugin's) still needs it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ingest.project import identify
+from reverie.installing.connection import connection_change, placement, without_connection
+from reverie.installing.entries import mcp_server, with_hooks, with_mcp, without_hooks
+from reverie.installing.transaction import BACKUP, Change, InstallError, Record, digest, key, read, recorded
+from schemas.settings import Settings
+
+SCOPES = ("user", "project", "local")
+
+
+def project_root(cwd: str) -> str:
+    """The folder of the project `cwd` is in, as the hooks find it (ingest/project.py): the
+    root of its git worktree, else itself."""
+    return identify(os.path.realpath(cwd))[1]
+
+
+def files_for(scope: str, home: str, project: str) -> tuple[str, str]:
+    """The settings file and the MCP file of a scope."""
+    claude_json = os.path.join(home, ".claude.json")
+    if scope == "user":
+        return os.path.join(home, ".claude", "settings.json"), claude_json
+    if scope == "project":
+        return os.path.join(project, ".claude", "settings.json"), os.path.join(project, ".mcp.json")
+    return os.path.join(project, ".claude", "settings.local.json"), claude_json
+
+
+def parsed(path: str, data: bytes | None) -> dict[str, Any]:
+    """The JSON object `data` (read from `path`) holds; {} for no file, or an empty one."""
+    if data is None or not data.strip():
+        return {}
+    try:
+        value = json.loads(data)
+    except ValueError as e:
+        raise InstallError(f"{path} is not JSON ({e}): fix it or move it away, then install again") from None
+    if not isinstance(value, dict):
+        raise InstallError(f"{path} holds {type(value).__name__}, not a JSON object: nothing was changed")
+    return value
+
+
+def _dumped(value: dict[str, Any]) -> bytes:
+    return (json.dumps(value, indent=2, ensure_ascii=False) + "\n").encode()
+
+
+def _change(path: str, edit: Callable[[dict[str, Any]], dict[str, Any]]) -> Change:
+    before = read(path)
+    after = edit(parsed(path, before))
+    return Change(path, before, before if after == parsed(path, before) else _dumped(after))
+
+
+def plan_install(scope: str, home: str, cwd: str, environ: Mapping[str, str] | None = None) -> list[Change]:
+    """What install does to each file of the scope, and to the connection file if it is given
+    secrets (see `placement`)."""
+    env = os.environ if environ is None else environ
+    placed = placement(scope, env)
+    project = project_root(cwd)
+    settings_file, mcp_file = files_for(scope, home, project)
+    entry = mcp_server(placed.inline)
+    changes = [
+        _change(settings_file, lambda s: with_hooks(s, placed.inline)),
+        _change(mcp_file, lambda c: with_mcp(c, project if scope == "local" else None, entry)),
+    ]
+    if placed.private:
+        changes.append(connection_change(Settings.from_env(env).connection_file, placed.private))
+    return changes
+
+
+def plan_uninstall(
+    scope: str, home: str, cwd: str, records: dict[str, Record], connection_file: str | None = None
+) -> list[Change]:
+    """What uninstall does to each file of the scope: its bytes from before install, if nobody
+    changed it since install wrote it (nor installed another scope into it); else the same file
+    without reverie's entries. The connection file is left alone while another scope's install
+    (or the plugin's) still needs it."""
+    records = dict(records)
+    project = project_root(cwd)
+    settings_file, mcp_file = files_for(scope, home, project)
+
+    def taken_out(settings: dict[str, Any]) -> dict[str, Any]:
+        config = with_mcp(without_hooks(settings), project if scope == "local" else None, None)
+        if scope == "local" and not config["projects"][project]["mcpServers"]:
+            del config["projects"][project]["mcpServers"]
+            if not config["projects"][project]:
+                del config["projects"][project]
+            if not config["projects"]:
+                del config["projects"]
+        return config
+
+    changes = []
+    for path in (settings_file, mcp_file):
+        now = read(path)
+        record = records.pop(key(scope, path), None)
+        alone = not recorded(records, path)  # else another scope's entries are in the file too
+        if record is not None and alone and now is not None and digest(now) == record.written:
+            changes.append(Change(path, now, read(path + BACKUP) if record.existed else None))
+        else:
+            changes.append(_change(path, taken_out))
+    if connection_file is not None and (record := records.pop(key(scope, connection_file), None)):
+        changes.append(
+            _connection_taken_back(connection_file, record, alone=not recorded(records, connection_file))
+        )
+    return changes
+
+
+def _connection_taken_back(path: str, record: Record, alone: bool) -> Change:
+    """The connection file as uninstall leaves it: as it was before install if nobody changed it
+    since, else without what reverie reads in it; as it is while another install needs it."""
+    now = read(path)
+    if not alone or now is None:
+        return Change(path, now, now, secret=True)
+    if digest(now) == record.written:
+        return Change(path, now, read(path + BACKUP) if record.existed else None, secret=True)
+    return Change(path, now, without_connection(now), secret=True)
