@@ -19,8 +19,18 @@ import tempfile
 import time
 from typing import Any
 
-from reverie.testing import Block, FakeMessagesAPI, claude_code, text_block, tool_results, tool_use
+# the checkout's root: the real Claude Code CLI and the fake model are the tests' (tests/support/)
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
 from schemas.settings import Settings
+from tests.support.claude_code import (
+    Block,
+    FakeMessagesAPI,
+    claude_code,
+    text_block,
+    tool_results,
+    tool_use,
+)
 
 
 def scripted(body: dict[str, Any]) -> Block:

@@ -25,10 +25,10 @@ from typing import Any
 import pytest
 
 from ingest.context import context_for
-from reverie.testing import Block, FakeMessagesAPI, said, text_block, tool_results, tool_use
 from schemas import kinds
 from schemas.settings import Settings
-from tests.conftest import BIN, REVERIE, Stack, wait_for
+from tests.support.claude_code import Block, FakeMessagesAPI, said, text_block, tool_results, tool_use
+from tests.support.processes import BIN, REVERIE, Stack, wait_for
 
 pytestmark = pytest.mark.integration
 

@@ -29,8 +29,8 @@ from schemas import kinds
 from schemas.events import Event, decode_event
 from schemas.ids import new_event_id
 from schemas.settings import STREAM, Settings
-from tests.conftest import BIN, Stack, run_hook, wait_for
-from tests.test_dispatcher import event
+from tests.support.events import event
+from tests.support.processes import BIN, Stack, run_hook, wait_for
 from workers.dispatcher import Dispatcher
 from workers.thinking.runner import Segment, run
 

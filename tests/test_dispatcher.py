@@ -10,26 +10,15 @@ import pytest
 
 from ingest import emit
 from ingest.emit import append
-from ingest.envelope import encode_event
 from ingest.spool import NotOnDisk, spool_event, spooled
 from projections.event_log import EventLog
-from schemas.ids import new_event_id, utc_now_iso
 from schemas.kinds import SCHEMA_VERSION
 from schemas.settings import GROUP, STREAM, Settings
+from tests.support.events import event
 from workers import dispatcher as dispatching
 from workers.dispatcher import Dispatcher
 
 Command = tuple[bytes | str, ...]
-
-
-def event(prompt: str, event_id: str | None = None) -> tuple[str, bytes]:
-    event_id = event_id or new_event_id()
-    now = utc_now_iso()
-    data = encode_event(
-        "prompt.submitted", {"session_id": "s", "prompt": prompt}, event_id=event_id, ts=now, recorded_at=now,
-        project="p", source="test",
-    )  # fmt: skip
-    return event_id, data
 
 
 @pytest.fixture
@@ -201,7 +190,7 @@ def test_run_stops_when_asked(
     thread = threading.Thread(target=dispatcher.run, args=(stop,))
     thread.start()
     try:
-        from tests.conftest import wait_for
+        from tests.support.processes import wait_for
 
         wait_for(lambda: archived_ids(settings), timeout=10, what="the event to be archived")
         assert client.get("reverie:dispatcher:test") is not None  # heartbeat

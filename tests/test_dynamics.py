@@ -14,7 +14,7 @@ from ingest.emit import Worker, append, encode
 from schemas import kinds, memory
 from schemas.ids import new_event_id
 from schemas.settings import QUEUE, Settings
-from tests.conftest import REVERIE, Stack, run_hook, wait_for
+from tests.support.processes import REVERIE, Stack, run_hook, wait_for
 from workers.redis_client import connect
 from workers.thinking.runner import run
 

@@ -8,7 +8,7 @@ from projections.event_log import COMPACTION_INTENT, Compaction, EventLog
 from schemas.events import decode_event
 from schemas.files import write_durably
 from schemas.settings import Settings
-from tests.test_dispatcher import event
+from tests.support.events import event
 
 
 def fill(log: EventLog, segments: int, per_segment: int = 3) -> set[str]:

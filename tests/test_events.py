@@ -11,7 +11,7 @@ from ingest.envelope import encode_event
 from reverie.testing import make_event
 from schemas import events, kinds, observed, registry
 from schemas.ids import new_event_id, utc_now_iso
-from tests.conftest import fixture_payloads
+from tests.support.captures import fixture_payloads
 
 PAYLOADS = fixture_payloads()
 

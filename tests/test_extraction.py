@@ -21,7 +21,8 @@ from schemas import kinds, memory
 from schemas.events import Event
 from schemas.ids import new_event_id
 from schemas.settings import QUEUE, Settings
-from tests.conftest import BIN, TRANSCRIPTS, Stack, run_hook, wait_for
+from tests.support.captures import TRANSCRIPTS
+from tests.support.processes import BIN, Stack, run_hook, wait_for
 from workers.dispatcher import Dispatcher
 from workers.evidence.failures import command_key, signature
 from workers.extraction.derive import derive, derive_session

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 from schemas.settings import Settings
-from tests.conftest import BIN, RECORDED, Stack, run_hook, wait_for
+from tests.support.processes import BIN, RECORDED, Stack, run_hook, wait_for
 
 pytestmark = pytest.mark.integration
 

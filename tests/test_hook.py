@@ -26,7 +26,7 @@ from schemas.dead_letters import DeadLetter
 from schemas.events import InvalidEvent, decode_event, payload_of
 from schemas.observed import ToolUsed
 from schemas.settings import STREAM, Settings
-from tests.conftest import BIN, run_hook, wait_for
+from tests.support.processes import BIN, run_hook, wait_for
 
 
 class Pipe(io.BytesIO):

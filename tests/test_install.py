@@ -15,7 +15,7 @@ from reverie.installing.entries import is_ours
 from reverie.installing.stale import stale_hooks
 from schemas.kinds import HOOK_KINDS
 from schemas.settings import Settings, read_connection
-from tests.conftest import REVERIE, Stack, wait_for
+from tests.support.processes import REVERIE, Stack, wait_for
 
 THEIRS: dict[str, Any] = {
     "model": "opus",

@@ -26,16 +26,8 @@ from ingest.redact import redact, redact_text
 from ingest.truncate import cut
 from schemas.kinds import HOOK_KINDS
 from schemas.settings import QUEUE, STREAM, Settings
-from tests.conftest import (
-    BIN,
-    RECORDED,
-    SHARED,
-    TRANSCRIPTS,
-    Stack,
-    fixture_payloads,
-    run_hook,
-    wait_for,
-)
+from tests.support.captures import SHARED, TRANSCRIPTS, fixture_payloads
+from tests.support.processes import BIN, RECORDED, Stack, run_hook, server_pid, wait_for
 from workers.supervisor import running_pid
 
 pytestmark = pytest.mark.integration
@@ -51,19 +43,6 @@ def canonical(value: Any) -> str:
     """Comparable JSON, lone surrogates replaced as the hook replaces them."""
     text = json.dumps(value, sort_keys=True, ensure_ascii=False)
     return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-
-
-def server_pid(settings: Settings) -> int:
-    """The pid of the embedded server serving `settings` (its title names its socket)."""
-    title = f"valkey-server unixsocket:{settings.socket_path}".encode()
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if (entry / "cmdline").read_bytes().rstrip(b"\0 ").endswith(title):
-                    return int(entry.name)
-            except OSError:
-                continue
-    raise AssertionError("no embedded server running")
 
 
 def test_every_fixture_payload_is_archived_with_its_fields(stack: Stack, env: dict[str, str]) -> None:

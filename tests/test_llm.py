@@ -16,12 +16,13 @@ import msgspec
 import pytest
 
 from projections.event_log import EventLog
-from reverie.testing import Block, FakeMessagesAPI, make_event, streamed, text_block, tool_results, tool_use
+from reverie.testing import make_event, streamed
 from schemas import kinds, memory
 from schemas.events import Event
 from schemas.ids import new_event_id
 from schemas.llm import Extracted, extracted_schema
 from schemas.settings import Settings
+from tests.support.claude_code import Block, FakeMessagesAPI, text_block, tool_results, tool_use
 from workers.extraction.llm_reading import ask, digest, memories
 from workers.llm.config import BadSettings, LLMSettings, llm_settings
 from workers.thinking.runner import Session, run

@@ -15,7 +15,7 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from tests.conftest import REVERIE, Stack, run_hook, wait_for
+from tests.support.processes import REVERIE, Stack, run_hook, wait_for
 
 pytestmark = pytest.mark.integration
 

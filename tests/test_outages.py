@@ -10,8 +10,7 @@ import pytest
 
 from projections.store import new_store, remove_store
 from schemas.files import lock_directory
-from tests.conftest import Stack, run_hook, wait_for
-from tests.test_integration import server_pid
+from tests.support.processes import Stack, run_hook, server_pid, wait_for
 from workers.status import stack_status
 
 pytestmark = pytest.mark.integration

@@ -33,12 +33,10 @@ from reverie.testing import Folding, event_at, imported_event
 from schemas import events, kinds
 from schemas.observed import ProjectIdentified
 from schemas.settings import Settings
-from tests.conftest import BIN, Stack, run_hook, wait_for
-from tests.test_projections import at, checksums, folding, observed, rows
+from tests.support.events import at, checksums, observed, rows
+from tests.support.processes import BIN, Stack, run_hook, wait_for
 from workers.extraction.files import entity_id, file_entities
 from workers.identify import unidentified
-
-__all__ = ["folding"]  # a fixture
 
 
 def test_the_key_is_claude_codes_folder_name() -> None:

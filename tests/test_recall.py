@@ -28,8 +28,8 @@ from schemas.ids import new_event_id
 from schemas.observed import MemoryRemembered
 from schemas.recall import RecallRequest
 from schemas.settings import Settings
-from tests.conftest import BIN, wait_for
-from tests.test_projections import at, derived, observed
+from tests.support.events import at, derived, observed
+from tests.support.processes import BIN, wait_for
 from workers import recall_service
 from workers.embedding import lock_vectors, open_embedder, sync_once
 from workers.recall_service import RecallService

@@ -25,7 +25,7 @@ from schemas.manifest import CompactionManifest, next_steps
 from schemas.observed import MemoryForgotten, MemoryRemembered
 from schemas.recall import RecallRequest
 from schemas.settings import Settings
-from tests.conftest import REVERIE, Stack, run_hook, wait_for
+from tests.support.processes import REVERIE, Stack, run_hook, wait_for
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,8 @@ from benchmarks.coding_memory import QUESTIONS, load_questions, settled_state, t
 from ingest.context import ask
 from ingest.project import project_of
 from schemas.settings import Settings
-from tests.conftest import BIN, TRANSCRIPTS, Stack, wait_for
+from tests.support.captures import TRANSCRIPTS
+from tests.support.processes import BIN, Stack, wait_for
 
 pytestmark = pytest.mark.integration
 

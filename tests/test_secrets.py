@@ -10,7 +10,7 @@ from pathlib import Path
 import duckdb
 
 from schemas.settings import Settings
-from tests.conftest import Stack, run_hook, wait_for
+from tests.support.processes import Stack, run_hook, wait_for
 
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
 SECRETS = [AWS_SECRET, "AKIAIOSFODNN7EXAMPLE", "hunter2-Xy9!", "3f9a8b7c6d5e4f3a2b1c0d9e", "Tr0ub4dor&3"]

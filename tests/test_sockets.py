@@ -15,7 +15,7 @@ from ingest.resp import Connection, RedisUnavailable
 from schemas.files import NotPrivate, private_directory
 from schemas.settings import Settings
 from schemas.sockets import UnsafeSocket, connect
-from tests.conftest import BIN, wait_for
+from tests.support.processes import BIN, wait_for
 from workers.redis_client import connect as redis_connect
 
 NOBODY = 65534

@@ -10,8 +10,8 @@ from projections.event_log import EventLog
 from projections.sql import connect, query
 from schemas.events import decode_event
 from schemas.settings import Settings
-from tests.conftest import BIN, typed
-from tests.test_dispatcher import event
+from tests.support.events import event
+from tests.support.processes import BIN, typed
 
 
 def test_the_views_exist_on_an_empty_home(settings: Settings) -> None:

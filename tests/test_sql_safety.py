@@ -20,8 +20,8 @@ from projections.store import current_store
 from projections.vectors import MANIFEST
 from schemas.events import decode_event
 from schemas.settings import Settings
-from tests.conftest import BIN, typed
-from tests.test_dispatcher import event
+from tests.support.events import event
+from tests.support.processes import BIN, typed
 
 
 def digest(path: str) -> str:

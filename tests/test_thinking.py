@@ -16,7 +16,7 @@ from reverie.testing import Folding, event_at, streamed
 from schemas import kinds, memory
 from schemas.events import Event
 from schemas.settings import Settings
-from tests.conftest import REVERIE
+from tests.support.processes import REVERIE
 from workers.thinking.runner import run
 
 PROJECT = "/home/u/app"

@@ -11,7 +11,7 @@ from ingest.transcripts import BadLine, ImportedEvent, find_transcripts, read_tr
 from ingest.truncate import MAX_DEPTH
 from reverie.testing import imported_event
 from schemas import events, kinds, observed
-from tests.conftest import TRANSCRIPTS
+from tests.support.captures import TRANSCRIPTS
 from workers.extraction.derive import derive
 
 FILES = find_transcripts(str(TRANSCRIPTS))

@@ -23,8 +23,9 @@ from projections.vectors import Vectors
 from reverie.testing import Folding, imported_event
 from schemas import kinds, memory
 from schemas.settings import Settings
-from tests.conftest import BIN, TRANSCRIPTS
-from tests.test_projections import derived, memory_story, observed
+from tests.support.captures import TRANSCRIPTS
+from tests.support.events import derived, memory_story, observed
+from tests.support.processes import BIN
 from workers.embedding import lock_vectors, open_embedder, sync_once
 
 

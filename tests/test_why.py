@@ -13,7 +13,7 @@ from reverie.testing import Folding, imported_event, streamed
 from schemas import kinds
 from schemas.events import decode_event
 from schemas.settings import Settings
-from tests.conftest import BIN, REVERIE
+from tests.support.processes import BIN, REVERIE
 from workers.thinking.runner import Segment, run
 
 LINES = [

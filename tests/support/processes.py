@@ -1,0 +1,111 @@
+"""reverie as a user runs it: its command and console script, hook processes, `reverie up` as a
+real process tree, the embedded server's process, a user typing at its shell; and waiting, within
+a deadline, for what they do."""
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from schemas import kinds
+from schemas.settings import Settings
+
+REVERIE = [sys.executable, "-m", "reverie"]
+BIN = Path(sys.executable).parent / "reverie"
+
+
+def wait_for(condition: Callable[[], Any], timeout: float = 30.0, what: str = "condition") -> Any:
+    """Poll until `condition()` is truthy; its value. Fails the test after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.05)
+
+
+def typed(lines: list[str]) -> Callable[[str], str]:
+    """What `input` would return for a user typing `lines`, then Ctrl-D."""
+    left = iter(lines)
+
+    def read_line(prompt: str) -> str:
+        try:
+            return next(left)
+        except StopIteration:
+            raise EOFError from None
+
+    return read_line
+
+
+def run_hook(payload: bytes, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([str(BIN), "hook", *args], input=payload, env=env, capture_output=True, timeout=60)
+
+
+# what the hooks and the import recorded, as SQL over `events`
+RECORDED = f"source IN ('{kinds.SOURCE_CLAUDE_CODE}', '{kinds.SOURCE_IMPORT}')"
+
+
+class Stack:
+    """`reverie up` as a real process tree: embedded server, dispatcher, RQ worker."""
+
+    def __init__(self, env: dict[str, str], settings: Settings, workers: int = 1) -> None:
+        self.env = env
+        self.settings = settings
+        self.workers = workers
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> "Stack":
+        from workers.status import stack_status
+
+        with open(os.path.join(self.settings.home, "up.log"), "ab") as log:
+            command = [str(BIN), "up", "--workers", str(self.workers)]
+            self.process = subprocess.Popen(command, env=self.env, stdout=log, stderr=log)
+        wait_for(
+            lambda: (
+                (s := stack_status(self.settings)).reachable
+                and s.dispatchers
+                and len(s.workers) == self.workers
+            ),
+            timeout=60,
+            what="the stack to come up",
+        )
+        return self
+
+    def stop(self) -> int:
+        assert self.process is not None
+        self.process.terminate()
+        return self.process.wait(60)
+
+    def archived(self) -> int:
+        from workers.status import stack_status
+
+        return stack_status(self.settings).archived
+
+    def recorded(self) -> int:
+        """How many archived events the hooks and the import recorded (not what the stack's
+        own workers and recall service derived from them)."""
+        [(count,)] = self.query(f"select count(*) from events where {RECORDED}")
+        return int(count)
+
+    def query(self, sql: str) -> list[tuple[Any, ...]]:
+        from projections.sql import connect
+
+        return connect(self.settings).execute(sql).fetchall()
+
+
+def server_pid(settings: Settings) -> int:
+    """The pid of the embedded server serving `settings` (its title names its socket)."""
+    title = f"valkey-server unixsocket:{settings.socket_path}".encode()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if (entry / "cmdline").read_bytes().rstrip(b"\0 ").endswith(title):
+                    return int(entry.name)
+            except OSError:
+                continue
+    raise AssertionError("no embedded server running")
