@@ -441,5 +441,4 @@ def test_an_extraction_job_reads_what_a_segment_damaged_since_it_was_written_sti
 
     kept = set(ids_in(damaged))
     assert 0 < len(kept) == notes(log)[os.path.basename(damaged)].salvaged < len(reads)
-    files = {msgspec.json.decode(e.payload)["tool_input"]["file_path"] for e in reads if e.id in kept}
-    assert emitted == {kinds.ENTITY_OBSERVED: len(files)}
+    assert emitted == {kinds.ENTITY_OBSERVED: len(kept)}  # a file observed by each read still there

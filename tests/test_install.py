@@ -214,7 +214,12 @@ def test_hooks_on_the_host_reach_a_stack_published_on_loopback_with_its_token(
             return ran.stdout.decode()
 
         assert token not in command  # the hook takes it from the host's connection file
-        wait_for(lambda: "PostgreSQL 16" in told(command), timeout=180, what="the host's hook to be told")
+        wait_for(
+            lambda: "PostgreSQL 16" in told(command),
+            timeout=180,
+            what="the host's hook to be told",
+            every=1.0,
+        )
         archived = "select count(*) from events where session_id = 'host-1' and source = 'claude-code'"
         wait_for(lambda: stack.query(archived)[0][0] >= 1, what="the host's events archived by the stack")
         connection = Path(Settings(host["REVERIE_HOME"]).connection_file)

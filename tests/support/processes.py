@@ -17,8 +17,12 @@ REVERIE = [sys.executable, "-m", "reverie"]
 BIN = Path(sys.executable).parent / "reverie"
 
 
-def wait_for(condition: Callable[[], Any], timeout: float = 30.0, what: str = "condition") -> Any:
-    """Poll until `condition()` is truthy; its value. Fails the test after `timeout` seconds."""
+def wait_for(
+    condition: Callable[[], Any], timeout: float = 30.0, what: str = "condition", every: float = 0.05
+) -> Any:
+    """Poll until `condition()` is truthy, every `every` seconds; its value. Fails the test after
+    `timeout` seconds. A condition that records something each time it is asked (a hook run)
+    asks seldom: each answer is work for the stack it waits on."""
     deadline = time.monotonic() + timeout
     while True:
         value = condition()
@@ -26,7 +30,7 @@ def wait_for(condition: Callable[[], Any], timeout: float = 30.0, what: str = "c
             return value
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.05)
+        time.sleep(every)
 
 
 def typed(lines: list[str]) -> Callable[[str], str]:
