@@ -66,14 +66,14 @@ sys.path.insert(0, os.path.dirname(HERE))
 
 from rq import Queue  # noqa: E402
 
-from ingest.context import ask  # noqa: E402
+from ingest.injection import ask  # noqa: E402
 from ingest.project import project_key, project_of  # noqa: E402
 from projections import sql  # noqa: E402
 from projections.event_log import EventLog  # noqa: E402
-from schemas.fence import guarded  # noqa: E402
 from schemas.kinds import HOOK_CONTEXT_LIMIT  # noqa: E402
-from schemas.prompt import gist  # noqa: E402
 from schemas.settings import QUEUE, Settings  # noqa: E402
+from schemas.text.fence import guarded  # noqa: E402
+from schemas.text.gist import gist  # noqa: E402
 from workers.redis_client import connect  # noqa: E402
 from workers.status import stack_status  # noqa: E402
 

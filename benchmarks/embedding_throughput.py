@@ -26,14 +26,14 @@ sys.path.insert(0, os.path.dirname(HERE))
 from benchmarks.common import fixture_payloads, locomo_turns  # noqa: E402
 from ingest.envelope import encode_event  # noqa: E402
 from projections.chunking import chunk  # noqa: E402
-from projections.embeddings import Encoder, load_encoder  # noqa: E402
+from projections.embedding_model import Encoder, load_encoder  # noqa: E402
 from projections.event_log import EventLog  # noqa: E402
 from projections.projector import Projector  # noqa: E402
 from schemas.events import decode_event  # noqa: E402
 from schemas.ids import new_event_id, utc_now_iso  # noqa: E402
 from schemas.kinds import HOOK_KINDS, SOURCE_CLAUDE_CODE  # noqa: E402
 from schemas.settings import Settings  # noqa: E402
-from workers.embedding import open_embedder, sync_once  # noqa: E402
+from workers.embedder import open_embedder, sync_once  # noqa: E402
 
 
 def build_log(settings: Settings, texts: list[str]) -> None:

@@ -34,8 +34,8 @@ from rq import Queue, Worker  # noqa: E402
 from rq.registry import StartedJobRegistry  # noqa: E402
 
 from benchmarks.extraction_throughput import TRANSCRIPTS, copies  # noqa: E402
-from ingest.context import ask  # noqa: E402
 from ingest.emit import append  # noqa: E402
+from ingest.injection import ask  # noqa: E402
 from ingest.transcripts import ImportedEvent, find_transcripts, read_transcript  # noqa: E402
 from reverie.testing import imported_event  # noqa: E402
 from schemas.settings import QUEUE, Settings  # noqa: E402

@@ -29,7 +29,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 from benchmarks.common import LOCOMO, prompt_event  # noqa: E402
 from ingest.emit import append  # noqa: E402
 from projections import sql  # noqa: E402
-from projections.embeddings import load_encoder  # noqa: E402
+from projections.embedding_model import load_encoder  # noqa: E402
 from projections.recall.memories import Memories  # noqa: E402
 from projections.recall.pipeline import Recaller  # noqa: E402
 from projections.vectors import Vectors  # noqa: E402

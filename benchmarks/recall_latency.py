@@ -40,15 +40,15 @@ from benchmarks.common import locomo_questions, locomo_turns, prompt_event  # no
 from benchmarks.hook_latency import compile_bytecode, percentile  # noqa: E402
 from benchmarks.locomo import embedded_turns, wait_until_embedded  # noqa: E402
 from benchmarks.vector_search import NOISE  # noqa: E402
-from ingest.context import ask  # noqa: E402
 from ingest.emit import append  # noqa: E402
+from ingest.injection import ask  # noqa: E402
 from ingest.project import project_of  # noqa: E402
 from projections.chunking import chunk  # noqa: E402
-from projections.embeddings import EmbeddingCache, content_hash, load_encoder  # noqa: E402
-from schemas.prompt import gist  # noqa: E402
+from projections.embedding_model import EmbeddingCache, content_hash, load_encoder  # noqa: E402
 from schemas.recall import REQUEST_LIMIT  # noqa: E402
 from schemas.settings import Settings  # noqa: E402
-from workers.embedding import CACHE  # noqa: E402
+from schemas.text.gist import gist  # noqa: E402
+from workers.embedder import CACHE  # noqa: E402
 from workers.redis_client import connect  # noqa: E402
 from workers.status import stack_status  # noqa: E402
 

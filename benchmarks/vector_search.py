@@ -32,7 +32,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
 from benchmarks.common import locomo_questions, locomo_turns  # noqa: E402
-from projections.embeddings import content_hash, load_encoder  # noqa: E402
+from projections.embedding_model import content_hash, load_encoder  # noqa: E402
 from projections.vectors import Vectors  # noqa: E402
 
 if TYPE_CHECKING:

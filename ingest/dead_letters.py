@@ -1,6 +1,6 @@
 """Dead letters: input that could not become an event, kept on disk with the reason.
 
-The records match `schemas.dead_letters.DeadLetter`; they are written with the standard
+The records match `schemas.events.DeadLetter`; they are written with the standard
 library because the hook writes them too.
 """
 
@@ -8,7 +8,7 @@ import json
 import os
 
 from ingest.redact import redact_argv, redact_text
-from schemas.files import write_durably
+from schemas.disk.files import write_durably
 from schemas.ids import new_event_id, utc_now_iso
 
 HEAD_CHARS = 512

@@ -2,7 +2,7 @@
 
 The agent never waits and nothing is lost. Whatever arrives and whatever state Redis is in,
 the hook exits 0 and prints nothing but, for UserPromptSubmit, SessionStart and SubagentStart,
-the memories to inject (ingest/context.py); Stop and PreCompact tell the recall service to keep
+the memories to inject (ingest/injection.py); Stop and PreCompact tell the recall service to keep
 the session's compaction manifest, waiting for nothing: a payload it can read is redacted, cut to size and
 appended to the stream (or, if Redis cannot take it within its deadline, to the spool); a
 payload it cannot read becomes a dead letter with the reason. Standard library only.
@@ -14,8 +14,8 @@ import gc
 import os
 import sys
 
-from ingest.context import CONTEXT_HOOKS, MANIFEST_HOOKS, context_for, hook_output, tell
 from ingest.envelope import Rejected, encode_event
+from ingest.injection import CONTEXT_HOOKS, MANIFEST_HOOKS, context_for, hook_output, tell
 from ingest.project import (
     ROOT_FIELD,
     UNKNOWN_PROJECT,

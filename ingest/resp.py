@@ -3,14 +3,14 @@
 The hook runs as a fresh process per Claude Code event, and `import redis` alone costs about
 170 ms there (redis-py imports its asyncio client): more than the hook's whole budget. This
 module speaks the few commands the hook needs over a plain socket (`_socket`, as in
-schemas/sockets.py), within a deadline. Long-running processes use redis-py.
+ingest/sockets.py), within a deadline. Long-running processes use redis-py.
 """
 
 from __future__ import annotations
 
 import _socket
 
-from schemas import sockets
+from ingest import sockets
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -129,7 +129,7 @@ class Connection:
         self, url: str, connect_timeout: float = 0.05, reply_timeout: float = 0.25, own: bool = False
     ) -> None:
         """`own`: the URL is reverie's embedded server, whose socket and peer are checked
-        (schemas/sockets.py) before a byte is sent."""
+        (ingest/sockets.py) before a byte is sent."""
         address = Address(url)
         try:
             if address.path is not None and own:

@@ -22,7 +22,7 @@ import sys
 import time
 
 from ingest.resp import Connection, RedisRefused, RedisUnavailable
-from schemas.files import private_directory, sync_directory, write_durably
+from schemas.disk.files import private_directory, sync_directory, write_durably
 from schemas.settings import STREAM, Settings
 
 TYPE_CHECKING = False

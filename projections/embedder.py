@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from projections.chunking import chunk
-from projections.embeddings import EmbeddingCache, Encoder, Matrix, content_hash
+from projections.embedding_model import EmbeddingCache, Encoder, Matrix, content_hash
 from projections.vectors import Vectors
 
 # Chunks embedded and written at once: large enough that the model sorts a whole slice by

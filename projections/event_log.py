@@ -24,8 +24,8 @@ import msgspec
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from schemas.disk.files import lock_directory, sync_directory, write_durably
 from schemas.events import Event
-from schemas.files import lock_directory, sync_directory, write_durably
 from schemas.ids import new_event_id, utc_now_iso
 
 SCHEMA = pa.schema(

@@ -33,7 +33,7 @@ from projections.store import (
     schema_version,
     unreadable,
 )
-from schemas.files import Busy, lock_directory
+from schemas.disk.files import Busy, lock_directory
 from schemas.kinds import PROJECT_IDENTIFIED
 
 BATCH_EVENTS = 50_000

@@ -25,7 +25,7 @@ from typing import TextIO
 import duckdb
 
 from projections.folds import FOLDS, MAPPING, SCHEMA
-from schemas.files import lock_directory, sync_directory
+from schemas.disk.files import lock_directory, sync_directory
 from schemas.ids import new_event_id
 
 # Any change to the tables or to how events fold into them makes another version: a store of

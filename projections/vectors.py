@@ -2,7 +2,7 @@
 
     projections/vectors/
         .lock                           held by the one embedder
-        embedding-cache.duckdb          vectors by (model, content hash): projections/embeddings.py
+        embedding-cache.duckdb          vectors by (model, content hash): projections/embedding_model.py
         <model>-<version>/              one LanceDB database per model and layout
             memories.lance/             a row per chunk: the chunk, its memory, its vector
             embedded.parquet            (memory_id, content_hash) of what is in, for SQL readers
@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from projections.literals import string_literal
-from schemas.files import write_durably
+from schemas.disk.files import write_durably
 
 if TYPE_CHECKING:
     from lancedb.table import Table

@@ -21,7 +21,7 @@ from reverie.console import fail, out
 from schemas import kinds
 from schemas.registry import DERIVED_KINDS, MEMORY_TABLES
 from schemas.settings import Settings
-from schemas.text import clean
+from schemas.text.harness import clean
 from schemas.why import Derivation, Source, What, Why
 
 _TABLES: list[tuple[What, str, str, str]] = [  # what, table, id column, title column

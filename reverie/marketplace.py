@@ -29,7 +29,7 @@ from ingest.envelope import compile_patterns
 from reverie.installing.connection import connection_change, placement
 from reverie.installing.entries import mcp_server, with_hooks
 from reverie.installing.transaction import Installs, apply_install
-from schemas.files import private_directory
+from schemas.disk.files import private_directory
 from schemas.settings import Settings
 
 NAME = "reverie"

@@ -8,9 +8,9 @@ import msgspec
 
 from ingest.project import identify
 from reverie.console import err, fail, out, print_rows
-from schemas.prompt import gist
 from schemas.recall import Recall, RecallRequest
 from schemas.settings import Settings
+from schemas.text.gist import gist
 
 if TYPE_CHECKING:
     from projections.recall.pipeline import Recaller
@@ -73,7 +73,7 @@ class RecallFailed(Exception):
 
 
 def _ask_service(settings: Settings, request: RecallRequest) -> dict[str, object] | None:
-    from ingest.context import ask_service
+    from ingest.injection import ask_service
 
     if not settings.recall_url and not os.path.exists(settings.recall_socket_path):
         return None

@@ -274,7 +274,7 @@ def dispatch(name: str | None) -> int:
 def project() -> int:
     _in_background()  # the imports too
     from workers.logs import configure_logging
-    from workers.projection import run_projector
+    from workers.projector import run_projector
 
     configure_logging(json=True)
     run_projector(Settings.from_env(), _stop_on_signals())
@@ -283,8 +283,8 @@ def project() -> int:
 
 def embed(once: bool) -> int:
     from projections.sql import DamagedSnapshot, NoSnapshot
-    from schemas.files import Busy
-    from workers.embedding import lock_vectors, open_embedder, run_embedder, sync_once
+    from schemas.disk.files import Busy
+    from workers.embedder import lock_vectors, open_embedder, run_embedder, sync_once
 
     settings = Settings.from_env()
     if not once:

@@ -65,3 +65,17 @@ def payload_of(event: Event) -> msgspec.Struct:
         return decoder.decode(event.payload)
     except (msgspec.DecodeError, UnicodeDecodeError) as e:
         raise InvalidEvent(f"{event.kind} payload: {e}") from None
+
+
+class DeadLetter(msgspec.Struct, frozen=True, kw_only=True):
+    """Input that could not become an event, kept with the reason, never dropped (ingest/dead_letters.py
+    writes it with the standard library: the hook writes them too)."""
+
+    id: str
+    recorded_at: datetime
+    stage: str  # hook, dispatcher, spool, import
+    reason: str
+    head: str  # the first bytes of the input, escaped
+    size: int  # bytes in the whole input
+    argv: list[str] = []
+    body: str | None = None  # the whole input, when it is an event (at most EVENT_LIMIT), to replay

@@ -5,8 +5,8 @@ answer need nothing of the pipeline (projections/recall/) that makes it.
 
 The answer is one JSON line too: {"context": "..."} for a hook (the text to inject, "" for
 nothing), {"recall": {...}} for `reverie recall`, or {"error": "..."}. A request line holds at
-most REQUEST_LIMIT bytes: askers send a prompt's gist (schemas/prompt.py), not the whole of it.
-Over TCP the line comes after a handshake, with its proof (schemas/handshake.py).
+most REQUEST_LIMIT bytes: askers send a prompt's gist (schemas/text/gist.py), not the whole of it.
+Over TCP the line comes after a handshake, with its proof (ingest/handshake.py).
 """
 
 from datetime import datetime

@@ -11,7 +11,7 @@ Standard library only: the hook imports this on every call.
   usual sentence-transformers way, which may download it.
 - REVERIE_RECALL_URL, REVERIE_RECALL_TOKEN: a recall service reached over TCP
   (tcp://127.0.0.1:7377: a compose stack's, published on the host), and the token both ends prove
-  they hold, never sending it (schemas/handshake.py); REVERIE_RECALL_LISTEN (host:port) has the
+  they hold, never sending it (ingest/handshake.py); REVERIE_RECALL_LISTEN (host:port) has the
   service listen there too, the token required.
 - REVERIE_HOOKS_OFF: set (to anything but empty) to make `reverie hook` exit at once, recording
   nothing: reverie sets it for the Claude Code it runs itself (`claude -p` extraction), so that
@@ -173,7 +173,7 @@ class Settings:
 
     def _socket(self, name: str) -> str:
         """Where socket `name` lives: in the data directory when the path fits, else in this
-        user's runtime directory, named after the data directory (schemas/sockets.py)."""
+        user's runtime directory, named after the data directory (ingest/sockets.py)."""
         path = self._path(f"{name}.sock")
         if len(path) <= _MAX_SOCKET_PATH:
             return path

@@ -1,4 +1,4 @@
-"""What the UserPromptSubmit hook injects (projections/recall/block.py, context.py): nothing when
+"""What the UserPromptSubmit hook injects (projections/recall/block.py, render.py): nothing when
 memory does not answer, each memory once, the distilled before the raw chat, a long memory as
 its passage that matters, verbatim, in sections whose headings say what they hold."""
 
@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
-from projections.recall import block, context
+from projections.recall import block, render
 from projections.recall.block import Shown, select
 from projections.vectors import Vector
 from schemas.recall import Scored
@@ -120,7 +120,7 @@ def test_headings_say_what_they_hold_and_each_item_when_it_was_true() -> None:
         Shown("p", "prompt", "start phoenix in background", DAY),
         Shown("o", "opinion", "Memory contradicts MySQL", DAY),
     ]
-    text = context.render(shown, 6_000)
+    text = render.render(shown, 6_000)
     assert (
         "## Preferences and decisions\n- [2026-02-12] make dist && twine check dist/* > /dev/null\n" in text
     )
@@ -133,7 +133,7 @@ def test_headings_say_what_they_hold_and_each_item_when_it_was_true() -> None:
 @pytest.mark.parametrize("limit", [400, 50])
 def test_the_block_keeps_within_its_budget(limit: int) -> None:
     shown = [Shown(f"f{i}", "fact", f"fact number {i} " * 10, DAY) for i in range(6)]
-    text = context.render(shown, limit)
+    text = render.render(shown, limit)
     assert len(text) <= limit and (text == "" or text.endswith("</reverie-memory>"))
 
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from ingest.context import context_for
+from ingest.injection import context_for
 from schemas import kinds
 from schemas.settings import Settings
 from tests.support.claude_code import Block, FakeMessagesAPI, said, text_block, tool_results, tool_use

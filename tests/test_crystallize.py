@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from projections.embeddings import load_encoder
+from projections.embedding_model import load_encoder
 from workers.dynamics.crystallize import (
     PROFILE,
     SAME_MEANING,

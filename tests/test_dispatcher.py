@@ -203,7 +203,7 @@ def test_run_stops_when_asked(
 def test_one_dispatcher_per_event_log(
     dispatcher: Dispatcher, client: fakeredis.FakeRedis, settings: Settings
 ) -> None:
-    from schemas.files import Busy
+    from schemas.disk.files import Busy
 
     with pytest.raises(Busy, match="another process is archiving"):
         Dispatcher(settings, client, consumer="other").start()

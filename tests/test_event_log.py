@@ -5,8 +5,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from projections.event_log import COMPACTION_INTENT, Compaction, EventLog
+from schemas.disk.files import write_durably
 from schemas.events import decode_event
-from schemas.files import write_durably
 from schemas.settings import Settings
 from tests.support.events import event
 

@@ -22,8 +22,7 @@ from ingest.envelope import Rejected
 from ingest.hook import handle_hook, parse_payload
 from ingest.spool import spooled
 from ingest.truncate import EVENT_LIMIT, MAX_DEPTH, MAX_INPUT
-from schemas.dead_letters import DeadLetter
-from schemas.events import InvalidEvent, decode_event, payload_of
+from schemas.events import DeadLetter, InvalidEvent, decode_event, payload_of
 from schemas.observed import ToolUsed
 from schemas.settings import STREAM, Settings
 from tests.support.processes import BIN, run_hook, wait_for

@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from projections.embeddings import content_hash
+from projections.embedding_model import content_hash
 from projections.recall import index as memory_index
 from projections.recall.index import K1, B, MemoryIndex
 from projections.recall.words import terms

@@ -9,7 +9,7 @@ import stat
 import pytest
 
 from projections.store import new_store, remove_store
-from schemas.files import lock_directory
+from schemas.disk.files import lock_directory
 from tests.support.processes import Stack, run_hook, server_pid, wait_for
 from workers.status import stack_status
 

@@ -328,7 +328,7 @@ def test_the_analytic_views_answer(folding: Folding, settings: Settings) -> None
 
 def test_one_projector_per_data_directory(settings: Settings) -> None:
     from projections.store import lock_projections
-    from schemas.files import Busy
+    from schemas.disk.files import Busy
 
     held = lock_projections(settings.projections_dir)
     with pytest.raises(Busy, match="another process is projecting"):

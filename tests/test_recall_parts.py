@@ -14,7 +14,7 @@ from projections.recall.pipeline import _by_origin
 from projections.recall.tasks import classify, keywords, queries
 from projections.recall.timeframes import window
 from projections.recall.words import jaccard, word_set
-from schemas.fence import NEUTRAL, escape
+from schemas.text.fence import NEUTRAL, escape
 
 NOW = datetime(2026, 11, 22, 10, 30, tzinfo=UTC)
 

@@ -11,8 +11,8 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from ingest.context import DEADLINE_S, ask_service, context_for, tell
-from schemas import handshake
+from ingest import handshake
+from ingest.injection import DEADLINE_S, ask_service, context_for, tell
 from schemas.recall import RecallRequest
 from schemas.settings import Settings
 from workers import recall_service

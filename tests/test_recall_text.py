@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from projections.recall.tasks import classify, identifiers, keywords, queries
 from projections.recall.timeframes import window
 from projections.recall.words import terms
-from schemas.prompt import PROMPT_LIMIT, gist
+from schemas.text.gist import PROMPT_LIMIT, gist
 
 # What people paste, and what defeats backtracking: long runs of one class of character
 UNITS = [

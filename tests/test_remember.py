@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from ingest.context import context_for
+from ingest.injection import context_for
 from ingest.spool import spooled
 from projections import sql
 from reverie.testing import Folding, make_event

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from benchmarks.coding_memory import QUESTIONS, load_questions, settled_state, transcript_cwds
-from ingest.context import ask
+from ingest.injection import ask
 from ingest.project import project_of
 from schemas.settings import Settings
 from tests.support.captures import TRANSCRIPTS

@@ -12,9 +12,9 @@ import pytest
 import redis
 
 from ingest.resp import Connection, RedisUnavailable
-from schemas.files import NotPrivate, private_directory
+from ingest.sockets import UnsafeSocket, connect
+from schemas.disk.files import NotPrivate, private_directory
 from schemas.settings import Settings
-from schemas.sockets import UnsafeSocket, connect
 from tests.support.processes import BIN, wait_for
 from workers.redis_client import connect as redis_connect
 

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from projections.folds.base import TEXT_MACROS
-from schemas.text import WRAPPERS, clean, harness_kind, is_noise
+from schemas.text.harness import WRAPPERS, clean, harness_kind, is_noise
 
 SAMPLES = [
     ("<command-name>/compact</command-name>\n<command-message>compact</command-message>", "", True),

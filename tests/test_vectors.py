@@ -16,7 +16,7 @@ from ingest.transcripts import ImportedEvent, find_transcripts, read_transcript
 from projections import sql, vectors
 from projections.chunking import MAX_CHARS, chunk
 from projections.embedder import SLICE_CHUNKS, Embedder
-from projections.embeddings import EmbeddingCache, Encoder, content_hash, load_encoder
+from projections.embedding_model import EmbeddingCache, Encoder, content_hash, load_encoder
 from projections.projector import replay
 from projections.store import current_store
 from projections.vectors import Vectors
@@ -26,7 +26,7 @@ from schemas.settings import Settings
 from tests.support.captures import TRANSCRIPTS
 from tests.support.events import derived, memory_story, observed
 from tests.support.processes import BIN
-from workers.embedding import lock_vectors, open_embedder, sync_once
+from workers.embedder import lock_vectors, open_embedder, sync_once
 
 
 def test_a_short_text_is_one_chunk() -> None:

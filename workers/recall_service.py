@@ -13,7 +13,7 @@ resume.
 
 On TCP (REVERIE_RECALL_LISTEN: a compose stack's, published on the host) a client and the
 service first prove to each other that they hold REVERIE_RECALL_TOKEN, neither sending it
-(schemas/handshake.py); a client that cannot is refused before its request is read.
+(ingest/handshake.py); a client that cannot is refused before its request is read.
 """
 
 import contextlib
@@ -28,14 +28,14 @@ from typing import Any
 import msgspec
 import structlog
 
+from ingest import handshake
 from ingest.emit import Emitter
-from projections.embeddings import load_encoder
-from projections.recall import context
+from projections.embedding_model import load_encoder
+from projections.recall import render
 from projections.recall.memories import Memories
 from projections.recall.pipeline import Overdue, Recaller
 from projections.vectors import Vectors
-from schemas import handshake
-from schemas.files import private_directory, write_durably
+from schemas.disk.files import private_directory, write_durably
 from schemas.kinds import MEMORY_RETRIEVED, SOURCE_WORKER
 from schemas.manifest import AFTER, CompactionManifest, WrittenAt, next_steps
 from schemas.observed import MemoryRetrieved
@@ -77,8 +77,8 @@ class RecallService:
             if request.hook == "SubagentStart":
                 memories = self.recaller.memories.remembered_by(request.project, request.agent or "")
                 return {
-                    "context": context.render_agent_memories(
-                        request.agent or "", memories, context.budget("full")
+                    "context": render.render_agent_memories(
+                        request.agent or "", memories, render.budget("full")
                     )
                 }
             if request.hook:
@@ -89,8 +89,8 @@ class RecallService:
             self.lock.release()
         if request.hook:  # what the agent is given is what was recalled
             self._feed_back(request, request.prompt, [(m.memory_id, 1.0) for m in shown])
-            level = context.pressure(request.transcript_bytes)
-            return {"context": context.render(shown, context.budget(level, request.transcript_bytes))}
+            level = render.pressure(request.transcript_bytes)
+            return {"context": render.render(shown, render.budget(level, request.transcript_bytes))}
         self._feed_back(request, found.prompt, [(r.memory_id, r.score) for r in found.results])
         return {"recall": found}
 
@@ -119,8 +119,8 @@ class RecallService:
             manifest = manifest.with_fresher_steps(
                 written
             )  # the Stop hook's message, newer than the snapshot
-            return context.render_continuity(continuity, context.budget("full"), manifest)
-        text = context.render_continuity(continuity, context.budget("full"))
+            return render.render_continuity(continuity, render.budget("full"), manifest)
+        text = render.render_continuity(continuity, render.budget("full"))
         path = self.settings.profile_path(request.project)
         write_durably(os.path.dirname(path), os.path.basename(path), text.encode())
         return text
@@ -205,7 +205,7 @@ class _Handler(socketserver.StreamRequestHandler):
             return self.rfile.readline(REQUEST_LIMIT + 1)
         hello, _, theirs = self.rfile.readline(handshake.LINE_LIMIT).rstrip(b"\n").partition(b" ")
         if hello != handshake.HELLO or not handshake.is_nonce(theirs):
-            raise Refused("a request over TCP comes after the handshake (schemas/handshake.py)")
+            raise Refused("a request over TCP comes after the handshake (ingest/handshake.py)")
         mine = handshake.nonce()
         self.wfile.write(mine + b" " + handshake.service_proof(token, theirs, mine) + b"\n")
         proof, _, request = self.rfile.readline(handshake.PROOF_SIZE + REQUEST_LIMIT + 2).partition(b" ")

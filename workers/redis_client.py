@@ -1,7 +1,7 @@
 """The redis-py client every long-running process uses.
 
 The embedded server's socket is reverie's own: each connection checks its peer runs as this
-user (schemas/sockets.py) before sending a byte. A shared Redis (REDIS_URL) is the user's
+user (ingest/sockets.py) before sending a byte. A shared Redis (REDIS_URL) is the user's
 to vouch for.
 """
 
@@ -9,8 +9,8 @@ import socket
 
 import redis
 
+from ingest.sockets import check_peer
 from schemas.settings import Settings
-from schemas.sockets import check_peer
 
 
 class _OwnSocketConnection(redis.UnixDomainSocketConnection):

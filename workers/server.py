@@ -6,7 +6,7 @@ append-only file under the data directory, so the stream survives a restart.
 
 import os
 
-from schemas.files import private_directory, write_durably
+from schemas.disk.files import private_directory, write_durably
 from schemas.settings import Settings
 
 

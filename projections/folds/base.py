@@ -3,8 +3,9 @@ fold reads (each event under its project), provenance, and the helpers the folds
 with."""
 
 from projections.literals import string_literal
-from schemas import kinds, text
+from schemas import kinds
 from schemas.registry import DERIVED_KINDS, SUBJECTS
+from schemas.text import harness
 
 DERIVED_SQL = ", ".join(f"'{k}'" for k in sorted(DERIVED_KINDS))
 # what a derived event is about: the payload field its kind names as its subject (schemas/registry.py)
@@ -36,18 +37,18 @@ def _cases(column: str, patterns: tuple[tuple[str, str], ...]) -> str:
     )
 
 
-# What is someone's own words, and what is Claude Code's: schemas/text.py's patterns, in SQL, for the
+# What is someone's own words, and what is Claude Code's: schemas/text/harness.py's patterns, in SQL, for the
 # folds (the store's own macros) and for readers (projections/sql.py makes them in its connection).
 TEXT_MACROS = f"""
-CREATE MACRO clean_text(t) AS trim(regexp_replace(regexp_replace(t, {string_literal(text.WRAPPED)}, '', 'g'),
-    {string_literal(text.ANSI)}, '', 'g'), chr(32) || chr(9) || chr(13) || chr(10));
+CREATE MACRO clean_text(t) AS trim(regexp_replace(regexp_replace(t, {string_literal(harness.WRAPPED)}, '', 'g'),
+    {string_literal(harness.ANSI)}, '', 'g'), chr(32) || chr(9) || chr(13) || chr(10));
 CREATE MACRO harness_kind(t) AS CASE WHEN clean_text(t) = ''
-    THEN CASE {_cases("t", text.WRAPPED_ONLY)} ELSE 'wrapped' END
-    ELSE CASE {_cases("clean_text(t)", text.HARNESS)} END END;
+    THEN CASE {_cases("t", harness.WRAPPED_ONLY)} ELSE 'wrapped' END
+    ELSE CASE {_cases("clean_text(t)", harness.HARNESS)} END END;
 CREATE MACRO is_noise(t) AS harness_kind(t) IS NOT NULL;
-CREATE MACRO cancelled(t) AS regexp_matches(left(clean_text(t), 1000), {string_literal(text.CANCELLED)});
-CREATE MACRO summary_of(t) AS CASE WHEN regexp_matches(t, {string_literal(text.SUMMARY)})
-    THEN regexp_extract(t, {string_literal(text.SUMMARY)}, 1) END;
+CREATE MACRO cancelled(t) AS regexp_matches(left(clean_text(t), 1000), {string_literal(harness.CANCELLED)});
+CREATE MACRO summary_of(t) AS CASE WHEN regexp_matches(t, {string_literal(harness.SUMMARY)})
+    THEN regexp_extract(t, {string_literal(harness.SUMMARY)}, 1) END;
 """
 
 

@@ -2,7 +2,7 @@
 
 A prompt is the user's own words: what Claude Code itself says in the user's turn (its
 compaction request, a task notification, an interruption marker, a command's wrapping:
-schemas/text.py's HARNESS) is folded as its own kind, in `harness_messages`, so a replay moves
+schemas/text/harness.py's HARNESS) is folded as its own kind, in `harness_messages`, so a replay moves
 what earlier versions took for prompts."""
 
 from projections.folds.base import DERIVED_SQL, ERROR

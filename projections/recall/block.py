@@ -27,7 +27,7 @@ matters; nothing when nothing in memory answers the prompt.
 
 Opinions are reverie's own answers to a question someone asked (`reverie reflect`): they are
 shown only for a prompt near that question (`OPINION_FLOOR`), after everything else, and
-labelled as reflection (projections/recall/context.py).
+labelled as reflection (projections/recall/render.py).
 """
 
 import re

@@ -19,7 +19,7 @@
    made in another project is first weighed by how related that project is to the one asking
    (`_by_origin`); memories never cross projects otherwise.
 
-Recall reads a prompt's gist (schemas/prompt.py: at most 2,000 characters, the most telling),
+Recall reads a prompt's gist (schemas/text/gist.py: at most 2,000 characters, the most telling),
 and every step on its text is linear. Given a deadline, a recall that passes it between two
 steps stops there (Overdue): nobody waits for the answer any more, and others may be waiting
 for the model.
@@ -35,7 +35,7 @@ from typing import Literal
 import msgspec
 import numpy as np
 
-from projections.embeddings import Encoder
+from projections.embedding_model import Encoder
 from projections.recall import block, fabric, scoring
 from projections.recall.baseline import Baseline, z_scores
 from projections.recall.block import Shown
@@ -48,8 +48,8 @@ from projections.recall.words import word_set
 from projections.vectors import Vector, Vectors
 from schemas.categories import Outcome, RememberedCategory
 from schemas.memory import Category, Network
-from schemas.prompt import gist
 from schemas.recall import Query, Recall, RecallRequest, Scored, Weighting, Window
+from schemas.text.gist import gist
 
 Sides = tuple[str | None, str | None]  # the turns before and after a turn
 _SEMANTIC = ("semantic", "semantic_before", "semantic_around")  # the model, on the three readings

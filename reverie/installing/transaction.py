@@ -17,7 +17,7 @@ import os
 
 import msgspec
 
-from schemas.files import private_directory, write_durably
+from schemas.disk.files import private_directory, write_durably
 from schemas.settings import Settings, connection_line
 
 BACKUP = ".reverie-backup"

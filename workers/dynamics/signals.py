@@ -31,7 +31,7 @@ from typing import Literal
 
 import msgspec
 
-from schemas.text import clean, is_noise
+from schemas.text.harness import clean, is_noise
 
 SignalKind = Literal["preference", "principle", "correction"]
 MAX_PER_SESSION = 10

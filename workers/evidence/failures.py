@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator
 import msgspec
 
 from schemas.events import Event
-from schemas.text import cancelled, clean
+from schemas.text.harness import cancelled, clean
 from workers.evidence.tool_uses import tool_uses
 
 _EDITS = {"Edit", "Write", "MultiEdit", "NotebookEdit"}

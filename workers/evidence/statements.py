@@ -14,7 +14,7 @@ from typing import Literal
 
 import msgspec
 
-from schemas.text import clean, is_noise
+from schemas.text.harness import clean, is_noise
 
 StatementKind = Literal["decision", "rule", "remember"]
 

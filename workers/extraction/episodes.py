@@ -19,7 +19,7 @@ import msgspec
 from schemas import kinds, memory
 from schemas.events import Event
 from schemas.registry import DERIVED_KINDS
-from schemas.text import clean, is_noise, unmarked
+from schemas.text.harness import clean, is_noise, unmarked
 from workers.evidence.failures import CHECKS, runs
 from workers.evidence.tool_uses import tool_uses
 from workers.extraction.commits import commits

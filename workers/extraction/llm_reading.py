@@ -18,7 +18,7 @@ from schemas.llm import Extracted, LLMUsed, Spent, extracted_schema
 from schemas.memory import fact_id
 from schemas.ontology import RELATIONS, normalize_relation, topic_of, tulving_type
 from schemas.registry import DERIVED_KINDS
-from schemas.text import clean, is_noise
+from schemas.text.harness import clean, is_noise
 from workers.extraction.commits import commits
 from workers.extraction.episodes import episode_id
 from workers.extraction.files import canonical_name, entity_id

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 import msgspec
 
 from schemas.events import Event
-from schemas.text import unmarked
+from schemas.text.harness import unmarked
 from workers.evidence.tool_uses import tool_uses
 
 _MAX = 400

@@ -16,7 +16,7 @@ import msgspec
 
 from schemas import kinds
 from schemas.events import Event
-from schemas.text import summary_of, unmarked
+from schemas.text.harness import summary_of, unmarked
 
 _TEXT_FIELDS = {
     kinds.SUBAGENT_STOPPED: "last_assistant_message",

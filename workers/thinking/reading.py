@@ -17,7 +17,7 @@ import numpy as np
 
 from ingest.emit import Worker, encode
 from projections import sql
-from projections.embeddings import Encoder, load_encoder
+from projections.embedding_model import Encoder, load_encoder
 from schemas.events import Event
 from schemas.kinds import SOURCE_WORKER
 from schemas.settings import Settings

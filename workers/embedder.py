@@ -11,9 +11,9 @@ import structlog
 
 from projections import sql
 from projections.embedder import Embedder, SyncProgress, SyncReport
-from projections.embeddings import EmbeddingCache, Encoder, load_encoder
+from projections.embedding_model import EmbeddingCache, Encoder, load_encoder
 from projections.vectors import Vectors
-from schemas.files import Busy, lock_directory
+from schemas.disk.files import Busy, lock_directory
 from schemas.settings import Settings
 
 log = structlog.get_logger("reverie.embedder")

@@ -15,9 +15,9 @@ import os
 import time
 
 from ingest import cjson
+from ingest.sockets import connect
 from schemas.kinds import HOOK_CONTEXT_LIMIT
 from schemas.settings import Settings
-from schemas.sockets import connect
 
 DEADLINE_S = 0.3
 CONTEXT_HOOKS = ("UserPromptSubmit", "SessionStart", "SubagentStart")
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 def hook_output(hook: str, context: str) -> bytes:
     """Claude Code's contract for a hook that adds context, fenced; empty when there is none."""
-    from schemas.fence import guarded  # here: most hook events print nothing
+    from schemas.text.fence import guarded  # here: most hook events print nothing
 
     text = guarded(context, HOOK_CONTEXT_LIMIT)  # fenced, whatever the service or the profile said
     if not text:
@@ -49,7 +49,7 @@ def context_for(settings: Settings, hook: str, payload: dict[str, Any], project:
         "deadline_s": DEADLINE_S,
     }
     if hook == "UserPromptSubmit":
-        from schemas.prompt import gist  # here: most hook events ask nothing
+        from schemas.text.gist import gist  # here: most hook events ask nothing
 
         request["prompt"] = gist(str(payload.get("prompt") or ""))
         request["transcript_bytes"] = _size(payload.get("transcript_path"))
@@ -97,7 +97,7 @@ def tell(settings: Settings, hook: str, payload: dict[str, Any], project: str) -
 
 def ask_service(settings: Settings, request: dict[str, Any], deadline_s: float) -> dict[str, Any]:
     """One request to the recall service these settings name, within `deadline_s`. Over TCP the
-    service must first prove it holds the token (schemas/handshake.py): one that does not is sent
+    service must first prove it holds the token (ingest/handshake.py): one that does not is sent
     nothing of the request, and is taken for a service that is down (PermissionError)."""
     ends = time.monotonic() + deadline_s
     conn = _open(settings, deadline_s)
@@ -118,7 +118,7 @@ def _request_line(conn: _socket.socket, settings: Settings, request: dict[str, A
         raise PermissionError(
             "REVERIE_RECALL_TOKEN is not set: the recall service over TCP cannot be trusted"
         )
-    from schemas import handshake  # here: hmac loads OpenSSL, which the unix socket needs not
+    from ingest import handshake  # here: hmac loads OpenSSL, which the unix socket needs not
 
     mine = handshake.nonce()
     conn.sendall(handshake.HELLO + b" " + mine + b"\n")
@@ -132,7 +132,7 @@ def _request_line(conn: _socket.socket, settings: Settings, request: dict[str, A
 
 def _open(settings: Settings, timeout: float) -> _socket.socket:
     """A stream to the recall service: over TCP to REVERIE_RECALL_URL (a compose stack's, as
-    published on this host), else to this user's own unix socket, checked (schemas/sockets.py)."""
+    published on this host), else to this user's own unix socket, checked (ingest/sockets.py)."""
     if not settings.recall_url:
         return connect(settings.recall_socket_path, timeout)
     from ingest.resp import connect_tcp  # names resolve within the timeout, never blocking the hook

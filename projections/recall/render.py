@@ -9,7 +9,7 @@
 - The budget: min(the level's characters, 15% of the context left), smaller as the context
   fills (full, reduced, minimal, emergency), and never over Claude Code's 10,000.
 - Memory poisoning: stored text is data, fenced in one <reverie-memory> element whose preamble
-  says it is not instructions, and verbatim but for the fence's own markers (schemas/fence.py,
+  says it is not instructions, and verbatim but for the fence's own markers (schemas/text/fence.py,
   which the hook checks again before it prints).
 """
 
@@ -19,9 +19,9 @@ from typing import Literal
 
 from projections.recall.block import Shown
 from projections.recall.memories import Continuity
-from schemas.fence import CLOSING, OPENING, escape
 from schemas.kinds import HOOK_CONTEXT_LIMIT
 from schemas.manifest import CompactionManifest
+from schemas.text.fence import CLOSING, OPENING, escape
 
 Pressure = Literal["full", "reduced", "minimal", "emergency"]
 _BUDGETS: dict[Pressure, int] = {"full": 6_000, "reduced": 3_000, "minimal": 1_200, "emergency": 400}

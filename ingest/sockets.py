@@ -4,7 +4,7 @@ who may be on the other end.
 A socket lives in a directory no other user can write: the data directory when the path fits
 in sun_path, else `reverie` in $XDG_RUNTIME_DIR, else `reverie-<uid>` in the temp folder,
 made 0700 (see `Settings`). So no other user can bind the path first. A server makes its
-directory private before it binds (`schemas.files.private_directory`); a client refuses a
+directory private before it binds (`schemas.disk.files.private_directory`); a client refuses a
 directory another user could write, and a peer of another uid (SO_PEERCRED, on Linux), before
 it sends a byte (`connect`). Standard library only: the hook connects through here, so it uses
 `_socket`, the C module under `socket`, whose import builds no enums (3 ms less per hook).
@@ -13,7 +13,7 @@ it sends a byte (`connect`). Standard library only: the hook connects through he
 import _socket
 import os
 
-from schemas.files import private_directory
+from schemas.disk.files import private_directory
 
 
 class UnsafeSocket(OSError):
