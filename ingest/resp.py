@@ -178,6 +178,8 @@ class Connection:
         try:
             self._sock.sendall(b"".join(_encode(c) for c in commands))
             return [self._reply() for _ in commands]
+        except RedisUnavailable:  # Redis answered, or closed: said as such (a refusal stays one)
+            raise
         except OSError as e:
             raise RedisUnavailable(f"no reply from Redis: {e}") from None
 

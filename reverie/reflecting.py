@@ -11,13 +11,14 @@ import os
 
 import msgspec
 
-from reverie.console import fail, out
+from reverie.console import err, fail, out
 from reverie.recalling import RecallFailed, find
 from schemas import kinds
 from schemas.recall import RecallRequest
 from schemas.reflection import Asked, Reflection
 from schemas.settings import Settings
 from workers.dynamics.reflect import BadDisposition, disposition
+from workers.llm.config import BadSettings, llm_settings
 from workers.thinking.runner import ask
 
 _EVIDENCE = 20
@@ -31,6 +32,10 @@ def reflection(
     """The opinion memory forms on `query` in `project`, recorded (see the module's docstring),
     shaped by the disposition of the worktree `root` (by default the project, if it is a folder)."""
     shaped = disposition(root if root is not None else project if os.path.isabs(project) else None)
+    try:
+        llm_settings(settings)
+    except BadSettings as e:
+        err.print(f"the LLM is misconfigured, so the evidence alone speaks: {e}")
     request = RecallRequest(prompt=query, project=project, limit=_EVIDENCE, dedup=True, answers_only=True)
     found = find(settings, request)
     asked = Asked(query=query, project=project, evidence=list(found.results), disposition=shaped)

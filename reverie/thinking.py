@@ -51,7 +51,7 @@ def _on_a_worker(client: redis.Redis, follower: Follower) -> dict[str, int]:
     job = Queue(QUEUE, connection=client).enqueue(
         run, follower.name, job_timeout=follower.timeout_s, description=f"{follower.name} (reverie think)"
     )
-    result = job.latest_result(timeout=follower.timeout_s)
+    result = job.latest_result(timeout=follower.timeout_s or 180)
     if result is None:
         raise _Failed(f"no worker ran it within {follower.timeout_s} s: is `reverie up` running?")
     if result.type != Result.Type.SUCCESSFUL:

@@ -1,5 +1,6 @@
 """The dream cycle, after HORA's hippocampal replay: what recent episodes have in common becomes
-semantic memory. What it decides, the job (workers/dynamics/consolidation.py) emits.
+semantic memory. What it decides, consolidation.py turns into derived events, which the
+follower `dreams` (workers/dynamics/follow.py) hands the runner to emit.
 
 - **Replay.** The episodes given (the job gives the unconsolidated ones) that ended in the
   WINDOW_DAYS (7) before `now`, and only when there are at least MIN_EPISODES (5) of them.

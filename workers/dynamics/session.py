@@ -210,7 +210,7 @@ def _recurring(project: str, found: crystallize.Recurring) -> Derived:
 def caught_up(db: duckdb.DuckDBPyConnection, encode: Encode | None) -> Iterator[Derived]:
     """The preferences and recurring failures of every project that the snapshot makes and
     holds none of yet: sessions that ended together each saw the others' signals and failures
-    missing, and none of their jobs found the third session (the lifecycle's catch-up)."""
+    missing, and none of their jobs found the third session (the follower catch-up)."""
     held = {
         row[0]
         for row in db.execute(

@@ -6,16 +6,21 @@ configured). Both settle what they find against the facts the snapshot holds
 
 from collections.abc import Iterator
 
+import structlog
+
 from schemas import kinds
 from schemas.events import Event
 from schemas.llm import LLMUsed
+from schemas.settings import Settings
 from workers.extraction.derive import derive, derive_session
 from workers.extraction.episodes import episodes
 from workers.extraction.llm_reading import ask, memories
 from workers.extraction.settling import settle, standing_facts
-from workers.llm.config import configured
+from workers.llm.config import BadSettings, LLMSettings, llm_settings
 from workers.thinking.follower import Derived
 from workers.thinking.reading import Reading, tokens_today
+
+log = structlog.get_logger("reverie.extraction")
 
 
 def from_batch(reading: Reading) -> Iterator[Derived]:
@@ -28,7 +33,7 @@ def from_session(reading: Reading) -> Iterator[Derived]:
     the model reads in it (its episode then, unless it fell back), settled."""
     events = reading.events
     found: list[Derived] = []
-    if (llm := configured(reading.settings)) is not None:
+    if (llm := _llm(reading.settings)) is not None:
         asked = ask(llm, events, tokens_today(reading.snapshot))
         found.append(_spent(asked.used, events))
         if asked.extracted is not None:
@@ -40,6 +45,14 @@ def from_session(reading: Reading) -> Iterator[Derived]:
         ]
     found += derive_session(events)
     yield from settle(found, lambda p: standing_facts(reading.snapshot, p), reading.cosine)
+
+
+def _llm(settings: Settings) -> LLMSettings | None:
+    try:
+        return llm_settings(settings)
+    except BadSettings as e:
+        log.warning("llm.misconfigured", error=str(e), using="the deterministic extractor")
+        return None
 
 
 def _spent(used: LLMUsed, events: list[Event]) -> Derived:

@@ -20,7 +20,6 @@ from collections.abc import Mapping
 from typing import Annotated
 
 import msgspec
-import structlog
 
 from schemas.llm import Provider
 from schemas.settings import Settings
@@ -84,12 +83,11 @@ def llm_settings(settings: Settings, environ: Mapping[str, str] | None = None) -
 
 
 def configured(settings: Settings) -> LLMSettings | None:
-    """The LLM the settings configure, if any; a misconfigured one is logged, and is none: the
-    deterministic path (the extractor, the evidence-weighted opinion) stands."""
+    """The LLM the settings configure, if any; a misconfigured one is none (the deterministic
+    path stands), and its asker says why: `llm_settings` raises BadSettings with the reason."""
     try:
         return llm_settings(settings)
-    except BadSettings as e:
-        structlog.get_logger("reverie.llm").warning("llm.misconfigured", error=str(e), using="no LLM")
+    except BadSettings:
         return None
 
 

@@ -3,7 +3,8 @@
 A follower declares its name, the worker its derived events name (its id and version), what it
 follows and one `derive` function: from a `Reading` (the events it follows, the projections'
 snapshot, the embedding model, the time) to the derived events to append. It never emits, opens
-nor retries anything itself: the runner (workers/thinking/runner.py) does, one way for all. Its
+nor retries anything itself: the runner (workers/thinking/runner.py) does, one way for all
+(what it reads beyond the Reading, the vectors a dream clusters, it reads itself). Its
 `derive` is named by its module and function (as RQ names a job), and imported only when it
 runs: the command line, the scheduler and the dispatcher read the registry without loading any
 model or library a follower needs.
@@ -76,21 +77,9 @@ class Follower(msgspec.Struct, frozen=True):
     follows: Follows
     derive: str  # "package.module:function", a Derive
     about: str  # what it derives, in a line
-    timeout_s: int = HOUR_S
+    timeout_s: int | None = None  # RQ's default (180 s) unless given
 
     def deriving(self) -> Derive:
         """Its derive function, imported."""
         module, _, function = self.derive.partition(":")
         return cast("Derive", getattr(importlib.import_module(module), function))
-
-    def said(self) -> str:
-        """What it follows, in words."""
-        match self.follows:
-            case Batches():
-                return "each archived batch"
-            case SessionEnds():
-                return "each session that ends"
-            case Schedule(cron):
-                return f"on a schedule ({cron})"
-            case Requests():
-                return "when asked"

@@ -1,11 +1,12 @@
 """Every thinking worker, in the order the dispatcher enqueues them: the dispatcher, the
-scheduler, `reverie think` and `reverie status` read this list, and nothing else.
+scheduler, `reverie think`, `reverie status`, the import and the askers read this list; no one
+keeps another.
 
 A new thinking worker is one module (its `derive`) and one entry here. Importing this list
 imports none of them: each `derive` is imported when it runs. A worker's name and
-version are in the ids of what it derived (ingest/emit.py): bump the version when the same
-causes would yield other events; never rename one (its events would be derived again, under
-other ids).
+`Worker` (name and version) is in the ids of what it derived (ingest/emit.py): bump the
+version when the same causes would yield other events; never rename a Worker (its events would
+be derived again, under other ids). A follower's own name is free to change.
 """
 
 from ingest.emit import Worker
@@ -45,6 +46,7 @@ FOLLOWERS: list[Follower] = [
         Schedule("0 */6 * * *"),
         f"{_DYNAMICS}:promotions",
         "promotes facts used in 3+ sessions to long-term memory and archives sessions idle for 30 days",
+        timeout_s=HOUR_S,
     ),
     Follower(
         "catch-up",
@@ -52,6 +54,7 @@ FOLLOWERS: list[Follower] = [
         Schedule("5 */6 * * *"),
         f"{_DYNAMICS}:catch_up",
         "crystallizes the preferences and recurring failures that sessions ending together missed",
+        timeout_s=HOUR_S,
     ),
     Follower(
         "dream",
@@ -67,6 +70,7 @@ FOLLOWERS: list[Follower] = [
         Schedule("30 */6 * * *"),
         f"{_DYNAMICS}:graph_communities",
         "groups each project's entities by label propagation",
+        timeout_s=HOUR_S,
     ),
     Follower(
         "decay",
@@ -74,6 +78,7 @@ FOLLOWERS: list[Follower] = [
         Schedule("45 */6 * * *"),
         f"{_DYNAMICS}:judgments",
         "judges each recall (used or not), which FSRS stability follows: it orders memories, hides none",
+        timeout_s=HOUR_S,
     ),
     Follower(
         "reflect",

@@ -4,7 +4,8 @@ It loads the events the follower follows (a batch's, from the segment the dispat
 session's, from the whole log), opens a `Reading`, calls the follower's `derive`, and emits what
 it derives through one `Emitter` under the follower's worker, so ids follow from the worker and
 the causes; it counts and logs what it emitted. `dispatch` is how the dispatcher hands it a
-batch: one job per follower of batches, one per follower of session ends and session ended.
+batch: one job per follower of batches, and one per follower of session ends and per session
+the batch ends.
 A follower of requests is never queued: `ask` runs it where it was asked, emits what it derives
 to the stream (or the spool while the stack is down), and gives back its answer.
 
@@ -93,8 +94,7 @@ def ask(
         Emitter(client or connect(settings, timeout=2.0), source, follower.worker, spool=settings) as out,
     ):
         emitted = _emitted(out, follower.deriving()(reading))
-    log.info(f"{name}.answered", emitted=emitted, went_to=out.went_to)
-    return reading.answer, emitted
+    return reading.answer, emitted  # logged by no one: the asker's stdout may be its protocol
 
 
 def _emitted(out: Emitter, derived: Iterable[Derived]) -> dict[str, int]:
