@@ -22,7 +22,7 @@ causes however the log was cut into batches, so that two runs, or two machines, 
 
 import importlib
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import msgspec
 
@@ -40,6 +40,16 @@ class Derived(msgspec.Struct, frozen=True):
     caused_by: tuple[str, ...]
     session_id: str | None = None
     key: str | None = None  # what names it, whatever its wording (its fact or entity id)
+
+    def placed(self) -> dict[str, Any]:
+        """Where it goes and what it came from, as `Emitter.emit` and `encode` take them: the one
+        mapping, so the id it is emitted under is the id `Reading.id_of` says."""
+        return {
+            "project": self.project,
+            "session_id": self.session_id,
+            "caused_by": self.caused_by,
+            "key": self.key,
+        }
 
 
 class Batches(msgspec.Struct, frozen=True, tag="batches"):

@@ -83,14 +83,7 @@ class Reading:
     def id_of(self, derived: Derived) -> str:
         """The id `derived` takes when it is emitted: what later events it causes name."""
         event_id, _ = encode(
-            derived.kind,
-            derived.payload,
-            project=derived.project,
-            source=SOURCE_WORKER,
-            session_id=derived.session_id,
-            caused_by=derived.caused_by,
-            worker=self.worker,
-            key=derived.key,
+            derived.kind, derived.payload, source=SOURCE_WORKER, worker=self.worker, **derived.placed()
         )
         return event_id
 

@@ -101,14 +101,7 @@ def _emitted(out: Emitter, derived: Iterable[Derived]) -> dict[str, int]:
     """Queue each derived event on `out`; how many of each kind."""
     emitted: Counter[str] = Counter()
     for each in derived:
-        out.emit(
-            each.kind,
-            each.payload,
-            project=each.project,
-            session_id=each.session_id,
-            caused_by=each.caused_by,
-            key=each.key,
-        )
+        out.emit(each.kind, each.payload, **each.placed())
         emitted[each.kind] += 1
     return dict(emitted)
 
