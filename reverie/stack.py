@@ -19,8 +19,6 @@ if TYPE_CHECKING:
     from workers.status import StackStatus
     from workers.thinking.schedule import JobState
 
-BACKGROUND_NICENESS = 10  # the projector's, the embedder's and the RQ workers' (see _in_background)
-
 
 def up(detach: bool, workers: int) -> int:
     from workers.supervisor import Supervisor, running_pid
@@ -257,6 +255,8 @@ def _in_background() -> None:
     way to the hooks and the recall service (a process at nice 10 gets about a tenth of the time
     one at 0 gets). Under the paced load of benchmarks/recall_latency.py at 100k memories, each
     prompt sets the stack folding, embedding and re-reading for about a second of CPU."""
+    from workers.embedder import BACKGROUND_NICENESS
+
     os.nice(BACKGROUND_NICENESS)
 
 
@@ -281,23 +281,18 @@ def project() -> int:
     return 0
 
 
-def embed(once: bool) -> int:
+def embed() -> int:
     from projections.sql import DamagedSnapshot, NoSnapshot
     from schemas.disk.files import Busy
-    from workers.embedder import lock_vectors, open_embedder, run_embedder, sync_once
+    from workers.embedder import lock_vectors, open_embedder, sync_once
 
     settings = Settings.from_env()
-    if not once:
-        from workers.logs import configure_logging
-
-        configure_logging(json=True)
-        _in_background()
-        run_embedder(settings, _stop_on_signals())
-        return 0
     try:
         lock = lock_vectors(settings)
     except Busy:
-        return fail("the stack's embedder is running and keeps the vectors in step already")
+        return fail(
+            "another process is embedding (a running stack's recall service keeps the vectors in step)"
+        )
     with lock:
         with err.status(f"loading {settings.embedding_model}…"):
             embedder = open_embedder(settings)
@@ -322,6 +317,9 @@ def embed(once: bool) -> int:
 
 
 def serve() -> int:
+    # One BLAS thread (set before NumPy loads it): the model's threads would run the embedder's
+    # batches at the recall's priority, and on 2 cores a short query is no faster on two.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     from workers.logs import configure_logging
     from workers.recall_service import run_recall_service
 

@@ -4,7 +4,9 @@ memories scored, the task and queries read from the prompt, the time it names). 
 answer need nothing of the pipeline (projections/recall/) that makes it.
 
 The answer is one JSON line too: {"context": "..."} for a hook (the text to inject, "" for
-nothing), {"recall": {...}} for `reverie recall`, or {"error": "..."}. A request line holds at
+nothing), {"recall": {...}} for `reverie recall`, {"vectors": "<base64>"} for a request to
+`encode` (the texts' unit vectors, float32 little-endian, row after row: the service holds the
+stack's one copy of the embedding model, and the workers ask it), or {"error": "..."}. A request line holds at
 most REQUEST_LIMIT bytes: askers send a prompt's gist (schemas/text/gist.py), not the whole of it.
 Over TCP the line comes after a handshake, with its proof (ingest/handshake.py).
 """
@@ -45,6 +47,8 @@ class RecallRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     last_message: str | None = None
     # how long the asker waits for the answer, in seconds: past it the service drops the request
     deadline_s: float | None = None
+    # set by the workers: these texts' vectors, by the stack's model, and no recall
+    encode: list[str] | None = None
 
 
 Task = Literal["feature", "bugfix", "refactor", "question", "design", "debug", "unknown"]

@@ -477,11 +477,12 @@ def test_the_stack_embeds_what_it_projects(stack: Stack, env: dict[str, str]) ->
 
 
 def test_the_background_processes_give_way_to_the_hooks_and_the_recall_service(stack: Stack) -> None:
-    from reverie.stack import BACKGROUND_NICENESS
+    from workers.embedder import BACKGROUND_NICENESS
     from workers.status import stack_status
 
-    def niceness() -> dict[str, int]:
-        """The niceness of each process the stack started, by its command."""
+    def niceness() -> dict[str, list[int]]:
+        """The niceness of each thread of each process the stack started, by its command; the
+        main thread's first."""
         pid = stack_status(stack.settings).stack_pid
         assert pid is not None
         children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
@@ -489,20 +490,22 @@ def test_the_background_processes_give_way_to_the_hooks_and_the_recall_service(s
         for child in children:
             command = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
             if b"reverie" in command:  # not the embedded server's binary
-                found[command[command.index(b"reverie") + 1].decode()] = os.getpriority(
-                    os.PRIO_PROCESS, int(child)
-                )
+                threads = sorted(int(t.name) for t in Path(f"/proc/{child}/task").iterdir())
+                found[command[command.index(b"reverie") + 1].decode()] = [
+                    os.getpriority(os.PRIO_PROCESS, t) for t in threads
+                ]
         return found
 
     base = os.getpriority(os.PRIO_PROCESS, 0)  # the stack's, as this test's
     background = min(base + BACKGROUND_NICENESS, 19)
     found = wait_for(  # each lowers itself as it starts: once they all run, the background ones have
         lambda: (
-            (n := niceness()).keys() >= {"dispatch", "project", "embed", "worker", "serve"}
-            and all(n[p] == background for p in ("project", "embed", "worker"))
+            (n := niceness()).keys() >= {"dispatch", "project", "worker", "serve"}
+            and all(n[p][0] == background for p in ("project", "worker"))
+            and background in n["serve"]  # its embedding thread
             and n
         ),
         timeout=30,
-        what="the stack's background processes at nice 10",
+        what="the stack's background processes and the recall service's embedder at nice 10",
     )
-    assert found["serve"] == found["dispatch"] == base
+    assert found["serve"][0] == found["dispatch"][0] == base  # recall and the dispatcher do not wait

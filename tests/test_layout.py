@@ -26,7 +26,6 @@ def test_with_a_shared_redis_there_is_no_embedded_server() -> None:
     assert [p.name for p in layout] == [
         "dispatcher",
         "projector",
-        "embedder",
         "recall",
         "scheduler",
         "worker.1",

@@ -239,8 +239,8 @@ def test_a_large_table_gets_an_ann_index_and_still_finds_its_rows(
     assert row["memory_id"] == "m0123" and np.allclose(row["vector"], matrix[123])
 
 
-def test_embed_once_from_the_command_line(folded: Folding, env: dict[str, str], settings: Settings) -> None:
-    done = subprocess.run([str(BIN), "embed", "--once"], env=env, capture_output=True, text=True, timeout=300)
+def test_embed_from_the_command_line(folded: Folding, env: dict[str, str], settings: Settings) -> None:
+    done = subprocess.run([str(BIN), "embed"], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert "memories embedded" in done.stdout
     with sql.connect(settings) as db:
@@ -251,9 +251,9 @@ def test_a_second_embedder_is_refused_with_a_reason(
     embedder: Embedder, env: dict[str, str], settings: Settings
 ) -> None:
     assert os.path.isdir(embedder.vectors.path)
-    done = subprocess.run([str(BIN), "embed", "--once"], env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run([str(BIN), "embed"], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 1
-    assert "embedder is running" in done.stderr
+    assert "another process is embedding" in done.stderr
 
 
 def test_memories_of_two_kinds_with_one_id_keep_their_own_vectors(embedder: Embedder) -> None:
@@ -303,6 +303,6 @@ def test_a_damaged_manifest_reads_as_nothing_embedded_and_is_published_again(
 
 
 def test_embed_once_before_any_snapshot_says_what_to_do(env: dict[str, str]) -> None:
-    done = subprocess.run([str(BIN), "embed", "--once"], env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run([str(BIN), "embed"], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 1
     assert "nothing to embed yet" in done.stderr and "Traceback" not in done.stderr

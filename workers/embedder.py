@@ -1,8 +1,14 @@
-"""The embedder process: loads the model once, then keeps the vectors in step with the snapshots."""
+"""The embedder: keeps the vectors in step with the snapshots the projector publishes.
+
+It runs as a thread of the recall service's process, with its encoder (the stack's one copy of
+the model), at a lower priority than the recall it shares the process with (Linux gives each
+thread its own niceness); `reverie embed` runs one round by hand.
+"""
 
 import os
 import re
 import shutil
+import sys
 import threading
 from typing import TextIO
 
@@ -20,6 +26,7 @@ log = structlog.get_logger("reverie.embedder")
 CACHE = "embedding-cache.duckdb"
 _VECTORS_DIR = re.compile(r"[A-Za-z0-9.-]+-[0-9a-f]{8}")  # see Settings.vectors_dir
 _MAX_BACKOFF_S = 60.0
+BACKGROUND_NICENESS = 10  # the embedding thread's, the projector's and the RQ workers' processes'
 
 
 def lock_vectors(settings: Settings) -> TextIO:
@@ -59,7 +66,7 @@ def _log_progress(done: int, total: int) -> None:
 
 
 def _wait_for_lock(settings: Settings, stop: threading.Event) -> TextIO | None:
-    """The vectors' lock, once `reverie embed --once` or another embedder lets it go."""
+    """The vectors' lock, once `reverie embed` or another embedder lets it go."""
     while not stop.is_set():
         try:
             return lock_vectors(settings)
@@ -69,13 +76,17 @@ def _wait_for_lock(settings: Settings, stop: threading.Event) -> TextIO | None:
     return None
 
 
-def run_embedder(settings: Settings, stop: threading.Event, interval_s: float = 0.5) -> None:
+def run_embedder(
+    settings: Settings, encoder: Encoder, stop: threading.Event, interval_s: float = 0.5
+) -> None:
     """Sync the vectors with each snapshot the projector publishes, until `stop` is set."""
+    if sys.platform == "linux":  # this thread alone: embedding waits, a prompt's recall does not
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), BACKGROUND_NICENESS)
     lock = _wait_for_lock(settings, stop)
     if lock is None:
         return
     with lock:
-        embedder = open_embedder(settings)
+        embedder = open_embedder(settings, encoder)
         log.info("embedder.started", model=embedder.encoder.name, vectors=embedder.vectors.path)
         try:
             _follow_snapshots(settings, embedder, stop, interval_s)

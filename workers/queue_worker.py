@@ -5,9 +5,9 @@ then restart the process after an ever longer pause (up to 30 s). This runs RQ's
 in process, once the server answers, until the worker is asked to stop (SIGINT or SIGTERM, which
 RQ handles: a job under way finishes first).
 
-Extraction settles facts by their embeddings' cosine: the worker loads the embedder's model
-once, after it has registered and before its first job (~10 s here), and every work horse it
-forks finds it loaded.
+Extraction settles facts by their embeddings' cosine: a job asks the recall service, which
+holds the stack's one copy of the model (workers/thinking/reading.py), so the worker loads no
+model, and neither torch nor sentence-transformers.
 
 RQ forks its scheduler (which the retries wait on) and a work horse per job: each dies with the
 worker, so a worker killed outright leaves no process behind (Linux; elsewhere they end when
@@ -27,28 +27,19 @@ from rq import Queue, Worker
 
 from schemas.settings import QUEUE, Settings
 from workers.redis_client import connect, is_up
-from workers.thinking.reading import preload
 
 log = structlog.get_logger("reverie.worker")
 _PAUSE_S = 1.0  # between looks for a server that is away
 
 
 class _Worker(Worker):
-    """RQ's worker, which also tells `stopped` when it is asked to stop, and loads the
-    embedder's model once it has said it is here, before its first job."""
+    """RQ's worker, which also tells `stopped` when it is asked to stop."""
 
     stopped: threading.Event
-    settings: Settings
 
     def request_stop(self, signum: Any, frame: Any) -> None:
         self.stopped.set()
         super().request_stop(signum, frame)  # type: ignore[no-untyped-call]
-
-    def bootstrap(self, *args: Any, **kwargs: Any) -> None:
-        super().bootstrap(*args, **kwargs)
-        preload(self.settings)  # before RQ forks a work horse per job: each finds the model loaded
-        if self.stopped.is_set():  # asked to stop meanwhile, before RQ listened
-            self._stop_requested = True
 
 
 _PR_SET_PDEATHSIG = 1
@@ -86,7 +77,6 @@ def run_worker(settings: Settings, stop: threading.Event) -> None:
         name = f"{socket.gethostname()}.{os.getpid()}" + (f".{rounds}" if rounds > 1 else "")
         worker = _Worker([Queue(QUEUE, connection=client)], connection=client, name=name)
         worker.stopped = stop
-        worker.settings = settings
         try:
             worker.work(logging_level="INFO", with_scheduler=True)  # RQ's retries wait on it
         except (OSError, ValueError) as e:  # lost Redis while starting or stopping

@@ -1,6 +1,10 @@
 """The warm recall service (`reverie serve`): the model, the vectors and the projections stay
 loaded, and recall answers over a unix socket in milliseconds.
 
+Its process holds the stack's one copy of the embedding model: the embedder runs in it, as a
+thread at a lower priority (workers/embedder.py), and the RQ workers ask it for vectors
+(`encode` requests), which it answers beside recalls, without waiting for their turn.
+
 One JSON line in (schemas/recall.py), one JSON line out. Recalls take turns (one model, one
 DuckDB connection), each within its deadline: the one its asker gives (the hooks wait 0.3 s),
 at most 10 s. A request that cannot have its turn in time, or whose recall passes it, is
@@ -41,6 +45,7 @@ from schemas.manifest import AFTER, CompactionManifest, WrittenAt, next_steps
 from schemas.observed import MemoryRetrieved
 from schemas.recall import REQUEST_LIMIT, RecallRequest
 from schemas.settings import Settings
+from workers.embedder import run_embedder
 from workers.redis_client import connect
 
 log = structlog.get_logger("reverie.recall")
@@ -65,6 +70,9 @@ class RecallService:
 
     def answer(self, request: RecallRequest) -> dict[str, Any]:
         """The answer to `request`; Overdue if it cannot be had within the request's deadline."""
+        if request.encode is not None:  # the model alone: no snapshot, no turn to wait for
+            vectors = self.recaller.encoder.encode(request.encode)
+            return {"vectors": vectors.astype("<f4").tobytes()}
         deadline = time.monotonic() + min(request.deadline_s or _DEADLINE_S, _DEADLINE_S)
         if not self.lock.acquire(timeout=max(deadline - time.monotonic(), 0.0)):
             raise Overdue("the recall service is busy with other requests")
@@ -269,7 +277,7 @@ def open_recaller(settings: Settings, follow: bool = True) -> Recaller:
 
 
 def run_recall_service(settings: Settings, stop: threading.Event) -> None:
-    """Serve recall on the settings' socket until `stop` is set."""
+    """Serve recall on the settings' socket, and keep the vectors in step, until `stop` is set."""
     service = RecallService(settings, open_recaller(settings, follow=False))
     service.refresh()  # the memories, read before the first question
     path = settings.recall_socket_path
@@ -286,13 +294,19 @@ def run_recall_service(settings: Settings, stop: threading.Event) -> None:
     for each in servers:
         threading.Thread(target=each.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True).start()
     log.info("recall.serving", socket=path, tcp=settings.recall_listen)
+    embedding = threading.Thread(
+        target=run_embedder, args=(settings, service.recaller.encoder, stop), name="embedder"
+    )
+    embedding.start()
     try:
         while not stop.wait(_REFRESH_S):
             service.refresh()
     finally:
+        stop.set()  # for the embedder too, whatever ended the service
         for each in servers:
             each.shutdown()
             each.server_close()
         os.unlink(path)
+        embedding.join()
         service.recaller.memories.close()
         log.info("recall.stopped")

@@ -1,8 +1,8 @@
 """`reverie up`: start the processes of the Procfile, keep them running, stop them cleanly.
 
 The server starts first and must answer before the others start; a process that dies is
-started again after a growing pause; SIGINT or SIGTERM stops them in reverse order, each
-with SIGTERM and, past a grace period, SIGKILL.
+started again after a growing pause; SIGINT or SIGTERM stops them all at once with SIGTERM
+(SIGKILL past a grace period), and the server last, once nothing may still write to it.
 """
 
 import fcntl
@@ -55,7 +55,6 @@ def process_layout(settings: Settings, workers: int = 1) -> list[ProcessSpec]:
     layout = [ProcessSpec("server", ["server"])] if settings.embedded else []
     layout.append(ProcessSpec("dispatcher", ["dispatch"]))
     layout.append(ProcessSpec("projector", ["project"]))
-    layout.append(ProcessSpec("embedder", ["embed"]))
     layout.append(ProcessSpec("recall", ["serve"]))
     layout.append(ProcessSpec("scheduler", ["scheduler"]))
     layout += [
@@ -85,18 +84,32 @@ class Child:
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
 
-    def stop(self, grace: float) -> None:
-        if not self.alive():
+    def terminate(self) -> None:
+        if self.alive():
+            assert self.process is not None
+            self.process.terminate()
+
+    def wait(self, deadline: float, grace: float) -> None:
+        """Wait for the process to end by `deadline` (time.monotonic), then kill it."""
+        if self.process is None or self.process.returncode is not None:
             return
-        assert self.process is not None
-        self.process.terminate()
         try:
-            self.process.wait(grace)
+            self.process.wait(max(deadline - time.monotonic(), 0.0))
         except subprocess.TimeoutExpired:
             log.warning("process.killed", process=self.spec.name, after_seconds=grace)
             self.process.kill()
             self.process.wait()
         log.info("process.stopped", process=self.spec.name, code=self.process.returncode)
+
+
+def stop_together(children: list[Child], grace: float) -> None:
+    """SIGTERM to each of `children` at once, then SIGKILL to any still running `grace` seconds
+    later: stopping takes as long as the slowest, not as long as all of them together."""
+    for child in children:
+        child.terminate()
+    deadline = time.monotonic() + grace
+    for child in children:
+        child.wait(deadline, grace)
 
 
 def _wait_until(condition: Callable[[], bool], timeout: float, interval: float = 0.05) -> bool:
@@ -134,8 +147,9 @@ class Supervisor:
                     log.exception("supervisor.restart_failed")
             return 0
         finally:
-            for child in reversed(self.children):
-                child.stop(self.grace)
+            servers = [c for c in self.children if c.spec.name == "server"]
+            stop_together([c for c in self.children if c not in servers], self.grace)
+            stop_together(servers, self.grace)  # last: the others acknowledge and emit as they stop
             release_pid_file(pid_lock)
             log.info("stack.stopped")
 

@@ -1,5 +1,6 @@
 """The event log and the tables folded from it: `reverie import` (transcripts into the log),
-`sql` (reading both) and `replay` (folding the log again)."""
+`sql` (reading both), `replay` (folding the log again) and `embed` (the vectors of the folded
+memories, by hand)."""
 
 from __future__ import annotations
 
@@ -90,3 +91,21 @@ def _replay(args: argparse.Namespace) -> int:
     from reverie import stack
 
     return stack.replay()
+
+
+def add_embed(commands: Commands) -> None:
+    embed = commands.add_parser(
+        "embed",
+        help="embed the last snapshot's memories into the LanceDB vectors, once, while the stack is down",
+        description="Loads the embedding model ($REVERIE_EMBEDDING_MODEL, default all-MiniLM-L6-v2, "
+        "offline) and brings the vectors in step with the snapshot the projector published last, with a "
+        "progress bar: memories are chunked, embedded (or taken from the cache of embeddings by content "
+        "and model) and written to LanceDB. A running stack does this itself, in its recall service.",
+    )
+    embed.set_defaults(func=_embed)
+
+
+def _embed(args: argparse.Namespace) -> int:
+    from reverie import stack
+
+    return stack.embed()

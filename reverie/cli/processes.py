@@ -1,5 +1,5 @@
 """The Procfile's processes, which `reverie up` starts (workers/supervisor.py): `reverie serve`,
-`server`, `dispatch`, `project`, `embed`, `worker` and `scheduler`."""
+`server`, `dispatch`, `project`, `worker` and `scheduler`."""
 
 from __future__ import annotations
 
@@ -55,29 +55,6 @@ def _project(args: argparse.Namespace) -> int:
     from reverie import stack
 
     return stack.project()
-
-
-def add_embed(commands: Commands) -> None:
-    embed = commands.add_parser(
-        "embed",
-        help="(Procfile) run the embedder: memory texts -> LanceDB vectors",
-        description="Loads the embedding model once ($REVERIE_EMBEDDING_MODEL, default all-MiniLM-L6-v2, "
-        "offline), then keeps the vectors in step with each snapshot the projector publishes: memories are "
-        "chunked, embedded (or taken from the cache of embeddings by content and model) and written to "
-        "LanceDB, which the recall service follows. `reverie up` runs one.",
-    )
-    embed.add_argument(
-        "--once",
-        action="store_true",
-        help="sync with the last published snapshot, with a progress bar, then exit",
-    )
-    embed.set_defaults(func=_embed)
-
-
-def _embed(args: argparse.Namespace) -> int:
-    from reverie import stack
-
-    return stack.embed(args.once)
 
 
 def add_worker(commands: Commands) -> None:

@@ -1,12 +1,14 @@
 """What a follower reads: the events it follows (or, for a follower of requests, the request),
 the projections' snapshot (opened one way, the first time it is asked for), the embedding model
-(loaded once per process) and the time. A follower of requests leaves its answer on it.
+and the time. A follower of requests leaves its answer on it.
 
-The model is loaded before RQ forks its work horses (`preload`), so a job that needs a vector
-pays ~10 ms a text, not the ~10 s of importing and loading it; a job run elsewhere (a test, a
-script, `reverie think --now`) loads it the first time it asks.
+The model is the recall service's: a job asks it for vectors over its socket (~5 ms a short
+text), so the stack holds one copy of the model however many workers it runs. A job with no
+service to ask (the stack down, a test, `reverie think --now` on its own) loads the model
+itself, once per process (a tenth of a second for the default model).
 """
 
+import base64
 from collections.abc import Sequence
 from datetime import datetime
 from functools import cached_property
@@ -14,8 +16,10 @@ from functools import cached_property
 import duckdb
 import msgspec
 import numpy as np
+import structlog
 
 from ingest.emit import Worker, encode
+from ingest.injection import ask_service
 from projections import sql
 from projections.embedding_model import Encoder, load_encoder
 from schemas.events import Event
@@ -23,18 +27,48 @@ from schemas.kinds import SOURCE_WORKER
 from schemas.settings import Settings
 from workers.thinking.follower import Derived
 
+log = structlog.get_logger("reverie.reading")
 _encoders: dict[str, Encoder] = {}
-
-
-def preload(settings: Settings) -> None:
-    """Load the embedding model now, for the jobs this process will fork."""
-    encoder(settings.embedding_model)
+_ASK_S = 60.0  # a job's texts wait for the service's model at most this long, then load it here
+_ASK_CHARS = 256 * 1024  # texts per request, by their length: well within a request line's limit
 
 
 def encoder(model: str) -> Encoder:
+    """`model`, loaded in this process the first time it is asked for."""
     if model not in _encoders:
         _encoders[model] = load_encoder(model)
     return _encoders[model]
+
+
+def encoded(settings: Settings, texts: list[str]) -> np.ndarray:
+    """The texts' unit vectors by the settings' model: the recall service's, else this process's."""
+    if not texts:
+        return np.zeros((0, 0), dtype=np.float32)
+    try:
+        return np.concatenate([_asked(settings, part) for part in _parts(texts)])
+    except (OSError, ValueError, KeyError) as e:
+        log.info("model.loaded_here", reason=f"the recall service did not encode: {e}")
+        return encoder(settings.embedding_model).encode(texts)
+
+
+def _asked(settings: Settings, texts: list[str]) -> np.ndarray:
+    answer = ask_service(settings, {"encode": texts, "deadline_s": _ASK_S}, _ASK_S)
+    if "error" in answer:
+        raise ValueError(answer["error"])
+    vectors = np.frombuffer(base64.b64decode(answer["vectors"]), dtype="<f4").astype(np.float32)
+    return vectors.reshape(len(texts), -1)
+
+
+def _parts(texts: list[str]) -> list[list[str]]:
+    parts: list[list[str]] = []
+    size = _ASK_CHARS
+    for text in texts:
+        if size + len(text) > _ASK_CHARS:
+            parts.append([])
+            size = 0
+        parts[-1].append(text)
+        size += len(text)
+    return parts
 
 
 def tokens_today(db: duckdb.DuckDBPyConnection) -> int:
@@ -74,7 +108,7 @@ class Reading:
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """The texts' unit vectors, by the settings' model."""
-        return encoder(self.settings.embedding_model).encode(list(texts))
+        return encoded(self.settings, list(texts))
 
     def cosine(self, text: str, others: Sequence[str]) -> list[float]:
         vectors = self.encode([text, *others])
