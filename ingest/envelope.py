@@ -24,9 +24,10 @@ def _cut_and_redact(text: str) -> str:
 
 
 def compile_patterns() -> str | None:
-    """Keep every pattern building an event may need compiled (ingest/patterns.py), so that no
-    hook pays for `re`: where, or None if the install is read-only."""
-    return patterns.store([*pattern_sources(), *truncate.pattern_sources()])
+    """Keep every pattern building an event may need compiled (ingest/patterns.py), and no other,
+    so that no hook pays for `re`: where, or None if the cache cannot be written."""
+    patterns.remove_old_caches()
+    return patterns.store([*pattern_sources(), *truncate.pattern_sources()], complete=True)
 
 
 class Rejected(ValueError):

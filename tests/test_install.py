@@ -3,6 +3,7 @@ scratch HOME and git project."""
 
 import json
 import os
+import shlex
 import stat
 import subprocess
 from pathlib import Path
@@ -11,7 +12,7 @@ from typing import Any
 import pytest
 
 import ingest
-from reverie.installing.entries import is_ours
+from reverie.installing.entries import is_ours, launcher_command
 from reverie.installing.stale import stale_hooks
 from schemas.kinds import HOOK_KINDS
 from schemas.settings import Settings, read_connection
@@ -30,14 +31,21 @@ THEIRS: dict[str, Any] = {
 @pytest.fixture
 def user(tmp_path: Path, env: dict[str, str]) -> dict[str, Any]:
     """A HOME with the user's own Claude Code settings (written by hand: not as we would write
-    them), a git project inside it, and the environment to run reverie in."""
+    them), a git project inside it, and the environment to run reverie in, with the user's cache
+    folder beside HOME (install fills it, and the tests compare HOME's files)."""
     home, project = tmp_path / "home", tmp_path / "home" / "code" / "app"
     (home / ".claude").mkdir(parents=True)
     (home / ".claude" / "settings.json").write_text(json.dumps(THEIRS))
     (home / ".claude.json").write_text('{"numStartups": 3, "projects": {}}')
     project.mkdir(parents=True)
     subprocess.run(["git", "init", "-q", str(project)], check=True)
-    return {"home": home, "project": project, "env": {**env, "HOME": str(home)}}
+    cache = tmp_path / "cache"
+    return {
+        "home": home,
+        "project": project,
+        "cache": cache,
+        "env": {**env, "HOME": str(home), "XDG_CACHE_HOME": str(cache)},
+    }
 
 
 def reverie(user: dict[str, Any], *args: str) -> subprocess.CompletedProcess[str]:
@@ -90,6 +98,9 @@ def test_install_then_uninstall_leaves_every_file_as_it_was(user: dict[str, Any]
     )
     if scope != "project":
         assert config["numStartups"] == 3  # Claude Code's own state stays
+    # the hooks' patterns, compiled into the user's cache folder; uninstall leaves them (a cache,
+    # which the plugin's hooks or another scope's may read)
+    assert len(list((user["cache"] / "reverie" / "patterns").iterdir())) == 1
     uninstalled = reverie(user, "uninstall", "claude-code", "--scope", scope)
     assert uninstalled.returncode == 0, uninstalled.stderr
     assert snapshot(user["home"]) == before  # byte for byte, backups gone, no file left behind
@@ -114,6 +125,70 @@ def test_reinstalling_over_an_older_install_keeps_the_users_hooks(user: dict[str
         assert sum("launcher.py" in c for c in commands) == 1 and not any(
             "reverie hook" in c for c in commands
         )
+
+
+def test_reverie_knows_its_hooks_by_the_commands_it_writes_and_by_nothing_less() -> None:
+    written = launcher_command("PostToolUse", {"REVERIE_HOME": "/data dir/r", "REDIS_URL": ""})
+    upgraded_away = written.replace(os.path.dirname(ingest.__file__), "/gone/ingest")
+    ours = [
+        written,
+        launcher_command("Stop"),
+        upgraded_away,
+        "/old/venv/bin/reverie hook PreToolUse",
+        "reverie hook",
+    ]
+    theirs = [
+        written + " && notify-send done",
+        f"bash -c {shlex.quote(written)}",
+        "NOTIFY=1 " + launcher_command("Stop"),
+        written.replace(" -S -I ", " -I "),
+        "python3 ~/src/reverie/ingest/launcher.py Stop || true",
+        "/home/me/ingest/launcher.py",
+        "reverie hook Stop | tee -a ~/hooks.log",
+        "echo reverie hook",
+    ]
+    assert [is_ours({"type": "command", "command": c}) for c in ours] == [True] * len(ours)
+    assert [is_ours({"type": "command", "command": c}) for c in theirs] == [False] * len(theirs)
+
+
+def test_a_users_hooks_that_run_a_launcher_of_their_own_survive_install_and_uninstall(
+    user: dict[str, Any],
+) -> None:
+    settings = user["home"] / ".claude" / "settings.json"
+    mine = json.loads(json.dumps(THEIRS))
+    mine["hooks"]["PostToolUse"] = [
+        {
+            "matcher": "*",
+            "hooks": [
+                {
+                    "type": "command",
+                    "command": "~/bin/audit.sh && python3 ~/src/fork/ingest/launcher.py PostToolUse",
+                },
+                {
+                    "type": "command",
+                    "command": "/usr/bin/python3 -S -I /opt/fork/ingest/launcher.py PostToolUse",
+                },
+            ],
+        }
+    ]
+    mine["hooks"]["Stop"].append(
+        {"hooks": [{"type": "command", "command": "reverie hook Stop | tee -a ~/log"}]}
+    )
+    settings.write_text(json.dumps(mine, indent=4))
+    before = settings.read_bytes()
+    assert reverie(user, "install", "claude-code").returncode == 0
+    hooks = hooks_of(settings)
+    for event, groups in mine["hooks"].items():
+        assert hooks[event][: len(groups)] == groups  # theirs first, as they were
+    for event in HOOK_KINDS:
+        assert sum(is_ours(h) for group in hooks[event] for h in group["hooks"]) == 1
+    assert reverie(user, "uninstall", "claude-code").returncode == 0
+    assert settings.read_bytes() == before
+    assert reverie(user, "install", "claude-code").returncode == 0
+    edited = {**json.loads(settings.read_text()), "theme": "dark"}
+    settings.write_text(json.dumps(edited))  # so that uninstall takes out reverie's entries alone
+    assert reverie(user, "uninstall", "claude-code").returncode == 0
+    assert json.loads(settings.read_text()) == {**mine, "theme": "dark"}
 
 
 def test_dry_run_prints_the_diff_and_changes_nothing(user: dict[str, Any]) -> None:

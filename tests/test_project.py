@@ -502,16 +502,21 @@ def test_every_front_door_agrees_on_the_project_of_a_folder(
     assert project_of({"cwd": str(fix / "lib")}, {}) == str(main)  # the hook, the import
 
 
-def test_the_hook_knows_a_worktrees_project_within_its_import_budget(home: str, tmp_path: Path) -> None:
+def test_the_hook_knows_a_worktrees_project_within_its_import_budget(
+    home: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Finding the repository and keeping the session's project reads git's files and the data
     directory's: it imports neither `re`, `json`, `hashlib` (OpenSSL) nor anything to spawn git."""
     from ingest.envelope import compile_patterns
 
+    cache = str(tmp_path / "cache")
+    monkeypatch.setenv("XDG_CACHE_HOME", cache)
     assert compile_patterns() is not None  # as `reverie install` does
     main = repository(tmp_path / "app", "https://bob:hunter22@github.com/Owner/App.git")
     fix = worktree(main, tmp_path / "app-fix")
     launcher = Path(__file__).resolve().parent.parent / "ingest" / "launcher.py"
     offline = {"REVERIE_HOME": home, "REDIS_URL": f"unix://{home}/nobody.sock", "PATH": os.environ["PATH"]}
+    offline["XDG_CACHE_HOME"] = cache
     for cwd in (fix / "lib", tmp_path):  # the session's first hook, then one that moved out
         call = {"session_id": "s1", "hook_event_name": "PostToolUse", "cwd": str(cwd), "tool_name": "LS"}
         done = subprocess.run(

@@ -3,11 +3,12 @@ written where Claude Code reads them, and taken back.
 
 Install merges one hook entry per Claude Code event into the scope's settings.json, keeping
 every hook and key of the user's, and registers `reverie mcp` as `claude mcp add --scope`
-would. It is idempotent: reverie's own entries (this version's, an older one's, or the
-`reverie hook` lines the README once had users write) are replaced, never doubled, and never
-anyone else's. Before a file is first changed, its bytes are kept beside it
-(`settings.json.reverie-backup`); uninstall puts them back byte for byte when nobody changed the
-file since, and otherwise takes out reverie's entries alone.
+would. It is idempotent: reverie's own entries (the commands it writes, this version's or an
+older one's, or the `reverie hook` lines the README once had users write; entries.py says how
+they are told apart) are replaced, never doubled, and never anyone else's. Before a file is
+first changed, its bytes are kept beside it (`settings.json.reverie-backup`); uninstall puts
+them back byte for byte when nobody changed the file since, and otherwise takes out reverie's
+entries alone.
 
 A hook entry runs `PYTHON -S -I .../ingest/launcher.py EVENT || true`: this interpreter
 without `site` (see ingest/launcher.py), and `|| true` because Claude Code reads a hook's exit

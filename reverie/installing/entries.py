@@ -3,22 +3,24 @@ what is there (the settings merge).
 
 Pure, dicts in and dicts out: one hook entry per Claude Code event (matching every tool for the
 events Claude Code matches against a tool name) and one MCP server, `reverie`. Merging keeps
-every hook, server and key of anyone else's as it is, and replaces reverie's own (this
-version's launcher, or `reverie hook` as earlier versions and the README wrote it): installing
+every hook, server and key of anyone else's as it is, and replaces reverie's own: installing
 twice never doubles an entry, and taking reverie's entries out leaves no group or event that
-only they filled.
+only they filled. reverie's own are the commands it writes, read back word for word (any
+version's, whatever its interpreter, folder, event and values), and `reverie hook [EVENT]` alone,
+as the README once had users write it; a command that only mentions either (a user's wrapper
+around the launcher, say) is the user's.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import shlex
 import sys
 from collections.abc import Mapping
 from typing import Any
 
 import ingest
+from reverie.installing.connection import FORWARDED
 from schemas.kinds import HOOK_KINDS
 
 SERVER_NAME = "reverie"
@@ -26,16 +28,16 @@ SERVER_NAME = "reverie"
 _TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest"})
 # Claude Code's own bound on a hook (seconds); reverie's watchdog ends it within 5 s anyway
 _HOOK_TIMEOUT_S = 10
-# What marks a hook command as reverie's: this version's launcher, or `reverie hook` as earlier
-# versions and the README wrote it.
-_OURS = re.compile(r"ingest[/\\]launcher\.py|\breverie['\"]?\s+hook\b")
 
 
 def launcher_command(event: str, inline: Mapping[str, str] | None = None) -> str:
     """The shell command a hook entry runs for `event`, with the variables `inline` set for it."""
     launcher = os.path.join(os.path.dirname(os.path.abspath(ingest.__file__)), "launcher.py")
-    assigned = [f"{name}={shlex.quote(value)}" for name, value in (inline or {}).items()]
-    python = os.path.abspath(sys.executable)
+    return _command(os.path.abspath(sys.executable), launcher, event, inline or {})
+
+
+def _command(python: str, launcher: str, event: str, inline: Mapping[str, str]) -> str:
+    assigned = [f"{name}={shlex.quote(value)}" for name, value in inline.items()]
     return " ".join([*assigned, shlex.quote(python), "-S", "-I", shlex.quote(launcher), event, "|| true"])
 
 
@@ -50,7 +52,43 @@ def mcp_server(inline: Mapping[str, str] | None = None) -> dict[str, Any]:
 
 
 def is_ours(handler: object) -> bool:
-    return isinstance(handler, dict) and bool(_OURS.search(str(handler.get("command", ""))))
+    """Whether `handler` is a hook entry of reverie's: a command `launcher_command` writes, or
+    `reverie hook [EVENT]` alone (see the module's docstring)."""
+    command = handler.get("command") if isinstance(handler, dict) else None
+    if not isinstance(command, str):
+        return False
+    try:
+        words = shlex.split(command)
+    except ValueError:  # an unclosed quote: nothing reverie writes
+        return False
+    return _is_launcher_command(command, words) or _is_hook_command(words)
+
+
+def _is_launcher_command(command: str, words: list[str]) -> bool:
+    """Whether `command` (split into `words`) is exactly what `launcher_command` writes for some
+    interpreter, launcher, event and values: it is written again from its parts and compared."""
+    if len(words) < 7 or words[-2:] != ["||", "true"]:
+        return False
+    *assigned, python, no_site, isolated, launcher, event = words[:-2]
+    inline = {name: value for name, _, value in (word.partition("=") for word in assigned)}
+    return (
+        (no_site, isolated) == ("-S", "-I")
+        and os.path.isabs(python)
+        and os.path.isabs(launcher)
+        and os.path.basename(launcher) == "launcher.py"
+        and os.path.basename(os.path.dirname(launcher)) == "ingest"
+        and event.isalpha()
+        and all(name in FORWARDED for name in inline)
+        and _command(python, launcher, event, inline) == command
+    )
+
+
+def _is_hook_command(words: list[str]) -> bool:
+    """Whether `words` are `[PATH/]reverie hook [EVENT]`, as earlier versions' README had users
+    write."""
+    if len(words) not in (2, 3) or words[1] != "hook" or os.path.basename(words[0]) != "reverie":
+        return False
+    return len(words) == 2 or words[2].isalpha()
 
 
 def without_hooks(settings: dict[str, Any]) -> dict[str, Any]:
