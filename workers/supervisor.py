@@ -2,7 +2,8 @@
 
 The server starts first and must answer before the others start; a process that dies is
 started again after a growing pause; SIGINT or SIGTERM stops them all at once with SIGTERM
-(SIGKILL past a grace period), and the server last, once nothing may still write to it.
+(SIGKILL past a grace period), and the server last, once nothing may still write to it. A
+supervisor killed outright takes every process it started with it at once (Linux).
 """
 
 import fcntl
@@ -28,8 +29,14 @@ STABLE_AFTER_S = 60.0  # a process that ran this long and died is restarted with
 
 
 def _parent_death_signal() -> Callable[[], None] | None:
-    """What a child runs before exec to get SIGTERM when this process dies, even by SIGKILL
-    (Linux's PR_SET_PDEATHSIG); None elsewhere."""
+    """What a child runs before exec to be killed when this process dies, even by SIGKILL
+    (Linux's PR_SET_PDEATHSIG); None elsewhere.
+
+    SIGKILL, not SIGTERM: a supervisor killed outright leaves no one to stop the stack in order,
+    and a child asked nicely may take seconds to stop (a model loading holds the interpreter),
+    or forever (a worker finishing its job without its Redis). Every process of the stack
+    survives being killed (the dispatcher acknowledges only what it archived, the projector
+    swaps whole snapshots, a killed worker's job is tried again): none is left behind."""
     if sys.platform != "linux":
         return None
     import ctypes
@@ -38,9 +45,9 @@ def _parent_death_signal() -> Callable[[], None] | None:
     parent = os.getpid()
 
     def arm() -> None:
-        prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
         if os.getppid() != parent:  # the supervisor died before the line above
-            os.kill(os.getpid(), signal.SIGTERM)
+            os._exit(1)
 
     return arm
 

@@ -1,0 +1,198 @@
+"""A process of the stack killed outright, the supervisor or an RQ worker, at any moment: no
+process is left behind, and no job is stuck or lost."""
+
+import json
+import os
+import signal
+import subprocess
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from schemas import kinds
+from schemas.settings import Settings
+from tests.support.processes import BIN, Stack, children, run_hook, stack_processes, wait_for
+from workers.status import stack_status
+from workers.supervisor import process_layout
+
+pytestmark = pytest.mark.integration
+
+GONE_WITHIN_S = 5.0
+TITLE = "Move the frontend to pnpm"
+ANSWER = {
+    "entities": [{"name": "pnpm", "type": "tool"}],
+    "facts": [
+        {
+            "subject": "the project", "relation": "USES", "object": "pnpm", "category": "stack",
+            "statement": "The frontend installs its packages with pnpm, not npm.", "confidence": 0.9,
+        }
+    ],
+    "episode": {"title": TITLE, "summary": "Switched to pnpm; the build passes.", "outcome": "success"},
+}  # fmt: skip
+
+
+class HeldLLM:
+    """An OpenAI-compatible model on loopback that holds the first `held` requests unanswered
+    (the job asking stays under way) until it is closed, and answers every later one well."""
+
+    def __init__(self, held: int) -> None:
+        self.requests = 0
+        self.closing = threading.Event()
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers["content-length"]))
+                fake.requests += 1
+                if fake.requests <= held:
+                    fake.closing.wait()
+                    return
+                message = {"role": "assistant", "content": json.dumps(ANSWER)}
+                usage = {"prompt_tokens": 1000, "completion_tokens": 250}
+                data = json.dumps({"choices": [{"message": message}], "usage": usage}).encode()
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def env(self) -> dict[str, str]:
+        """What the stack's environment takes to extract each session with this model."""
+        return {
+            "REVERIE_LLM_PROVIDER": "openai",
+            "REVERIE_LLM_BASE_URL": f"http://127.0.0.1:{self.server.server_address[1]}/v1",
+            "REVERIE_LLM_DAILY_TOKEN_BUDGET": "1000000",
+            "REVERIE_LLM_TIMEOUT_S": "600",
+        }
+
+    def close(self) -> None:
+        self.closing.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _held(held: int, env: dict[str, str]) -> Iterator[tuple[HeldLLM, dict[str, str]]]:
+    llm = HeldLLM(held)
+    yield llm, {**env, **llm.env()}
+    llm.close()
+
+
+@pytest.fixture
+def held_once(env: dict[str, str]) -> Iterator[tuple[HeldLLM, dict[str, str]]]:
+    yield from _held(1, env)
+
+
+@pytest.fixture
+def held_thrice(env: dict[str, str]) -> Iterator[tuple[HeldLLM, dict[str, str]]]:
+    yield from _held(3, env)
+
+
+@pytest.fixture(autouse=True)
+def reaped(settings: Settings) -> Iterator[None]:
+    """Whatever a failing test leaves of its stack is killed after it."""
+    yield
+    for pid in stack_processes(settings):
+        os.kill(pid, signal.SIGKILL)
+
+
+def _session(env: dict[str, str], session: str) -> None:
+    """A session through the hooks, start to end: the end has a worker extract it."""
+    for event, extra in [
+        ("SessionStart", {"source": "startup"}),
+        ("UserPromptSubmit", {"prompt": "switch the frontend to pnpm, npm keeps breaking"}),
+        ("SessionEnd", {"reason": "exit"}),
+    ]:
+        body = {"hook_event_name": event, "session_id": session, "cwd": "/tmp", **extra}
+        assert run_hook(json.dumps(body).encode(), env).returncode == 0
+
+
+def _episodes(stack: Stack) -> int:
+    """How many of the archived episodes the model gave."""
+    episodes = f"kind = '{kinds.EPISODE_RECORDED}' and payload->>'title' = '{TITLE}'"
+    [(count,)] = stack.query(f"select count(*) from events where {episodes}")
+    return int(count)
+
+
+def _none_left(settings: Settings, when: str) -> None:
+    """Await every process of the stack gone, within GONE_WITHIN_S of the supervisor's kill."""
+    try:
+        wait_for(lambda: not stack_processes(settings), timeout=GONE_WITHIN_S, what="no process left")
+    except AssertionError:
+        left = stack_processes(settings)
+        raise AssertionError(f"the supervisor killed {when} left {left}") from None
+
+
+def _kill(process: "subprocess.Popen[bytes]") -> None:
+    process.kill()
+    process.wait()
+
+
+def _up(env: dict[str, str], settings: Settings) -> "subprocess.Popen[bytes]":
+    with open(os.path.join(settings.home, "up.log"), "ab") as log:
+        return subprocess.Popen([str(BIN), "up"], env=env, stdout=log, stderr=log)
+
+
+def _killed_once_started(env: dict[str, str], settings: Settings, started: int, registered: bool) -> None:
+    """Start a stack, and kill its supervisor once `started` processes started (and the
+    worker `registered`, if asked); its processes are all gone soon after."""
+    supervisor = _up(env, settings)
+    wait_for(lambda: len(children(supervisor.pid)) >= started, timeout=60, what=f"{started} processes")
+    if registered:
+        wait_for(lambda: stack_status(settings).workers, timeout=60, what="the worker registered")
+    _kill(supervisor)
+    _none_left(settings, f"once {started} processes started" + (" and the worker registered" * registered))
+
+
+def test_the_supervisor_killed_while_the_stack_starts_leaves_no_process(
+    env: dict[str, str], settings: Settings
+) -> None:
+    # at each step of the start: before any process, after each one started, and once the
+    # worker registered, while it and the embedder load their model
+    every = len(process_layout(settings))
+    for started in range(every + 1):
+        _killed_once_started(env, settings, started, registered=False)
+    _killed_once_started(env, settings, every, registered=True)
+
+
+def test_the_supervisor_killed_during_a_job_leaves_no_process(
+    held_once: tuple[HeldLLM, dict[str, str]], settings: Settings
+) -> None:
+    llm, env = held_once
+    stack = Stack(env, settings).start()
+    _session(env, "during-a-job")
+    wait_for(lambda: llm.requests >= 1, timeout=90, what="the session's extraction under way")
+    assert stack.process is not None
+    _kill(stack.process)
+    _none_left(settings, "while a worker ran a job")
+
+
+@pytest.mark.parametrize("exited", [0, 2])
+def test_the_supervisor_killed_while_it_stops_the_stack_leaves_no_process(
+    env: dict[str, str], settings: Settings, exited: int
+) -> None:
+    stack = Stack(env, settings).start()
+    assert stack.process is not None
+    supervisor = stack.process.pid
+    running = len(children(supervisor))
+    stack.process.terminate()  # it stops its processes one by one, the last started first
+    wait_for(lambda: len(children(supervisor)) <= running - exited, timeout=60, what=f"{exited} stopped")
+    _kill(stack.process)
+    _none_left(settings, f"while it stopped the stack, {exited} processes stopped")
+
+
+def _worker(stack: Stack) -> int:
+    """The pid of the stack's one RQ worker (not its work horse, nor its scheduler)."""
+    assert stack.process is not None
+    supervisor = stack.process.pid
+    workers: list[int] = wait_for(lambda: children(supervisor, "worker"), timeout=60, what="a worker")
+    return workers[0]
