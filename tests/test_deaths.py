@@ -5,8 +5,10 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import threading
 from collections.abc import Iterator
+from functools import partial
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -15,6 +17,7 @@ import pytest
 from schemas import kinds
 from schemas.settings import Settings
 from tests.support.processes import BIN, Stack, children, run_hook, stack_processes, wait_for
+from workers.redis_client import is_up
 from workers.status import stack_status
 from workers.supervisor import process_layout
 
@@ -116,6 +119,10 @@ def _session(env: dict[str, str], session: str) -> None:
         assert run_hook(json.dumps(body).encode(), env).returncode == 0
 
 
+def _asked(llm: HeldLLM, times: int) -> bool:
+    return llm.requests == times
+
+
 def _episodes(stack: Stack) -> int:
     """How many of the archived episodes the model gave."""
     episodes = f"kind = '{kinds.EPISODE_RECORDED}' and payload->>'title' = '{TITLE}'"
@@ -196,3 +203,73 @@ def _worker(stack: Stack) -> int:
     supervisor = stack.process.pid
     workers: list[int] = wait_for(lambda: children(supervisor, "worker"), timeout=60, what="a worker")
     return workers[0]
+
+
+def test_a_job_a_killed_worker_held_runs_again_within_a_minute(
+    held_once: tuple[HeldLLM, dict[str, str]], settings: Settings
+) -> None:
+    llm, env = held_once
+    stack = Stack(env, settings).start()
+    _session(env, "killed-worker")
+    wait_for(lambda: llm.requests == 1, timeout=90, what="the session's extraction under way")
+    os.kill(_worker(stack), signal.SIGKILL)  # its work horse and its scheduler die with it
+    wait_for(lambda: llm.requests == 2, timeout=60, what="the extraction run again")
+    wait_for(lambda: _episodes(stack) == 1, timeout=60, what="the episode the model gave, archived")
+    assert stack_status(settings).failed_jobs == 0
+    stack.stop()
+
+
+def test_a_job_killed_on_every_try_is_shown_failed_and_retried_not_lost(
+    held_thrice: tuple[HeldLLM, dict[str, str]], settings: Settings
+) -> None:
+    llm, env = held_thrice
+    stack = Stack(env, settings).start()
+    _session(env, "killed-thrice")
+    for tried in (1, 2, 3):
+        wait_for(partial(_asked, llm, tried), timeout=90, what=f"try {tried} under way")
+        os.kill(_worker(stack), signal.SIGKILL)
+        if tried == 2:  # tried again after 30 s: meanwhile status says so
+            waiting = wait_for(lambda: stack_status(settings).next_scheduled_jobs, timeout=60, what="a retry")
+            assert waiting[0].description == "episodes of session killed-thrice"
+    failed = wait_for(lambda: stack_status(settings).newest_failed_jobs, timeout=60, what="the job failed")
+    assert failed[0].description == "episodes of session killed-thrice"
+    said = subprocess.run([str(BIN), "status"], env=env, capture_output=True, text=True, timeout=60).stdout
+    assert "reverie think --retry-failed" in " ".join(said.split())
+
+    retried = subprocess.run(
+        [str(BIN), "think", "--retry-failed"], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert retried.returncode == 0, retried.stderr
+    assert "1 failed derivations queued again: 1 finished" in retried.stdout
+    wait_for(lambda: _episodes(stack) == 1, timeout=60, what="the episode the model gave, archived")
+    assert (llm.requests, stack_status(settings).failed_jobs) == (4, 0)
+    stack.stop()
+
+
+def _idle(settings: Settings) -> bool:
+    workers = stack_status(settings).workers
+    return bool(workers) and "idle" in workers[0].state
+
+
+# a worker run by hand, with no supervisor: it waits 3 s for its Redis, not GONE_AFTER_S
+_WORKER = (
+    "import sys, threading; from schemas.settings import Settings; "
+    "from workers.queue_worker import run_worker; "
+    "sys.exit(run_worker(Settings.from_env(), threading.Event(), gone_after_s=3.0))"
+)
+
+
+@pytest.mark.parametrize("lost", ["at work", "before it came"])
+def test_a_worker_exits_once_its_redis_is_gone_for_good(
+    env: dict[str, str], settings: Settings, lost: str
+) -> None:
+    server = subprocess.Popen([str(BIN), "server"], env=env)
+    wait_for(lambda: is_up(settings), timeout=30, what="the server")
+    if lost == "before it came":
+        _kill(server)
+    worker = subprocess.Popen([sys.executable, "-c", _WORKER], env=env)
+    if lost == "at work":
+        wait_for(lambda: _idle(settings), timeout=90, what="the worker waiting for jobs")
+        _kill(server)
+    assert worker.wait(timeout=60) == 1
+    wait_for(lambda: not stack_processes(settings), timeout=GONE_WITHIN_S, what="its scheduler gone too")
