@@ -13,13 +13,20 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+from rq import Queue
+from rq.job import JobStatus
 
 from schemas import kinds
-from schemas.settings import Settings
+from schemas.ids import new_event_id
+from schemas.settings import QUEUE, Settings
 from tests.support.processes import BIN, Stack, children, run_hook, stack_processes, wait_for
-from workers.redis_client import is_up
+from workers.redis_client import connect, is_up
 from workers.status import stack_status
 from workers.supervisor import process_layout
+from workers.thinking import runner
+from workers.thinking.registry import named
+from workers.thinking.runner import Segment, enqueue
+from workers.thinking.schedule import CATCH_UP
 
 pytestmark = pytest.mark.integration
 
@@ -164,11 +171,13 @@ def test_the_supervisor_killed_while_the_stack_starts_leaves_no_process(
     env: dict[str, str], settings: Settings
 ) -> None:
     # at each step of the start: before any process, after each one started, and once the
-    # worker registered, while it and the embedder load their model
+    # worker registered, while it and the embedder load their model; three times over (a kill
+    # lands a little earlier or later in a process's start each time)
     every = len(process_layout(settings))
-    for started in range(every + 1):
-        _killed_once_started(env, settings, started, registered=False)
-    _killed_once_started(env, settings, every, registered=True)
+    for _ in range(3):
+        for started in range(every + 1):
+            _killed_once_started(env, settings, started, registered=False)
+        _killed_once_started(env, settings, every, registered=True)
 
 
 def test_the_supervisor_killed_during_a_job_leaves_no_process(
@@ -273,3 +282,23 @@ def test_a_worker_exits_once_its_redis_is_gone_for_good(
         _kill(server)
     assert worker.wait(timeout=60) == 1
     wait_for(lambda: not stack_processes(settings), timeout=GONE_WITHIN_S, what="its scheduler gone too")
+
+
+def test_the_hourly_catch_up_queues_a_failed_derivation_again(stack: Stack) -> None:
+    client = connect(stack.settings)
+    queue = Queue(QUEUE, connection=client)
+    elsewhere = os.path.join(stack.settings.home, "another-machine", "seg-0.parquet")  # fails every try
+    job = enqueue(queue, named("extract"), Segment(elsewhere, [new_event_id()]), retry_after_s=[1, 1])
+    wait_for(lambda: job.get_status(refresh=True) == JobStatus.FAILED, timeout=60, what="the job failed")
+    job.refresh()  # type: ignore[no-untyped-call]
+    failed_at = job.ended_at
+    assert failed_at is not None
+
+    def tried_again() -> bool:
+        job.refresh()  # type: ignore[no-untyped-call]
+        return job.is_failed and job.ended_at is not None and job.ended_at > failed_at
+
+    queue.enqueue(runner.catch_up)  # what the scheduler does at 50 past each hour
+    wait_for(tried_again, timeout=60, what="the job tried once more, and failed again")
+    [planned] = [s for s in stack_status(stack.settings).scheduled if s.name == CATCH_UP]
+    assert planned.cron == "50 * * * *" and planned.next_run is not None
