@@ -10,6 +10,7 @@ import threading
 from collections.abc import Iterator
 from functools import partial
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -164,7 +165,9 @@ def _killed_once_started(env: dict[str, str], settings: Settings, started: int, 
     if registered:
         wait_for(lambda: stack_status(settings).workers, timeout=60, what="the worker registered")
     _kill(supervisor)
-    _none_left(settings, f"once {started} processes started" + (" and the worker registered" * registered))
+    _none_left(
+        settings, f"once {started} processes started" + (" and the worker registered" if registered else "")
+    )
 
 
 def test_the_supervisor_killed_while_the_stack_starts_leaves_no_process(
@@ -190,6 +193,22 @@ def test_the_supervisor_killed_during_a_job_leaves_no_process(
     assert stack.process is not None
     _kill(stack.process)
     _none_left(settings, "while a worker ran a job")
+
+
+def test_the_supervisor_killed_while_claude_p_extracts_leaves_no_process(
+    env: dict[str, str], settings: Settings, tmp_path: Path
+) -> None:
+    claude = tmp_path / "claude"  # what `claude -p` does here: says it started, then thinks forever
+    claude.write_text(f"#!/bin/sh\ntouch {tmp_path / 'asked'}\nexec sleep 600\n")
+    claude.chmod(0o755)
+    llm = {"REVERIE_LLM_PROVIDER": "claude-cli", "REVERIE_LLM_COMMAND": str(claude)}
+    env = {**env, **llm, "REVERIE_LLM_DAILY_TOKEN_BUDGET": "1000000", "REVERIE_LLM_TIMEOUT_S": "600"}
+    stack = Stack(env, settings).start()
+    _session(env, "claude-p")
+    wait_for(lambda: (tmp_path / "asked").exists(), timeout=90, what="claude -p asked, by a work horse")
+    assert stack.process is not None
+    _kill(stack.process)
+    _none_left(settings, "while a work horse waited for claude -p")
 
 
 @pytest.mark.parametrize("exited", [0, 2])
