@@ -89,10 +89,12 @@ def retry_failed() -> int:
             outcome = _ended(job, deadline)
             outcomes[outcome] = outcomes.get(outcome, 0) + 1
             progress.update(task, advance=1, description=f"{job.description}: {outcome}")
-    said = ", ".join(f"{n} {outcome}" for outcome, n in sorted(outcomes.items()))
+    said = f"{len(queued)} failed derivation{'s' if len(queued) > 1 else ''} queued again: " + ", ".join(
+        f"{n} {outcome}" for outcome, n in sorted(outcomes.items())
+    )
     if set(outcomes) != {"finished"}:
-        return fail(f"{len(queued)} failed derivations queued again: {said}; see `reverie status`")
-    out.print(f"{len(queued)} failed derivations queued again: {said}")
+        return fail(f"{said}; see `reverie status`")
+    out.print(said)
     return 0
 
 

@@ -268,7 +268,7 @@ def test_a_job_killed_on_every_try_is_shown_failed_and_retried_not_lost(
         [str(BIN), "think", "--retry-failed"], env=env, capture_output=True, text=True, timeout=300
     )
     assert retried.returncode == 0, retried.stderr
-    assert "1 failed derivations queued again: 1 finished" in retried.stdout
+    assert "1 failed derivation queued again: 1 finished" in retried.stdout
     wait_for(lambda: _episodes(stack) == 1, timeout=60, what="the episode the model gave, archived")
     assert (llm.requests, stack_status(settings).failed_jobs) == (4, 0)
     stack.stop()
@@ -317,7 +317,7 @@ def test_the_hourly_catch_up_queues_a_failed_derivation_again(stack: Stack) -> N
         job.refresh()  # type: ignore[no-untyped-call]
         return job.is_failed and job.ended_at is not None and job.ended_at > failed_at
 
-    queue.enqueue(runner.catch_up)  # what the scheduler does at 50 past each hour
+    queue.enqueue(runner.retry_failed_job)  # what the scheduler does at 50 past each hour
     wait_for(tried_again, timeout=60, what="the job tried once more, and failed again")
     [planned] = [s for s in stack_status(stack.settings).scheduled if s.name == CATCH_UP]
     assert planned.cron == "50 * * * *" and planned.next_run is not None

@@ -51,9 +51,10 @@ def reclaim(queue: Queue) -> list[str]:
 def _hand_back(queue: Queue) -> list[str]:
     """Have RQ clean up, as abandoned, every job under way whose worker is gone for good."""
     registry = StartedJobRegistry(queue.name, connection=queue.connection)
+    entries = registry.get_job_and_execution_ids(cleanup=False)
+    jobs = Job.fetch_many([job_id for job_id, _ in entries], connection=queue.connection)
     found = []
-    for job_id, execution_id in registry.get_job_and_execution_ids(cleanup=False):
-        job = Job.fetch_many([job_id], connection=queue.connection)[0]
+    for (job_id, execution_id), job in zip(entries, jobs, strict=True):
         if job is None or not job.worker_name or not _worker_gone(queue.connection, job.worker_name):
             continue
         # as if its heartbeat had run out: RQ's cleanup takes it from there, its way

@@ -143,9 +143,9 @@ def retry_failed(queue: Queue) -> list[Job]:
     return queued
 
 
-def catch_up() -> int:
-    """The scheduler's hourly job: `retry_failed` on the queue it runs from; how many it
-    queued again."""
+def retry_failed_job() -> int:
+    """The runner's catch-up, which the scheduler queues hourly: `retry_failed` on the queue it
+    runs from; how many it queued again."""
     job = get_current_job()
     if job is None:
         raise RuntimeError("not in an RQ job")

@@ -9,8 +9,8 @@ until the first of those minutes. HORA dreams at the same pace as its lifecycle:
 unconsolidated episodes anyway. Two schedulers (two stacks on one Redis) would enqueue each job
 twice; the jobs emit the same events either way, which the dispatcher keeps once.
 
-The same scheduler runs the runner's catch-up (`runner.catch_up`, named CATCH_UP) every hour:
-each derivation that failed every try is queued again.
+The same scheduler runs the runner's catch-up (`runner.retry_failed_job`, named CATCH_UP) every
+hour: each derivation that failed every try is queued again.
 
 What `reverie status` shows of them (their last and next runs, the last error) is read from what
 RQ keeps in Redis: the scheduler's registry and each job's history.
@@ -51,7 +51,7 @@ def scheduler(client: redis.Redis) -> CronScheduler:
             job_timeout=each.timeout_s,
             name=cron_name(each.name),
         )
-    cron.register(runner.catch_up, QUEUE, cron=CATCH_UP_CRON, name=cron_name(CATCH_UP))
+    cron.register(runner.retry_failed_job, QUEUE, cron=CATCH_UP_CRON, name=cron_name(CATCH_UP))
     return cron
 
 
