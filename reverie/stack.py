@@ -119,6 +119,8 @@ def status(as_json: bool) -> int:
         ("vectors", _age("manifest", state.vectors_published_at)),
         ("dispatchers", ", ".join(f"{d.consumer} (pid {d.pid})" for d in state.dispatchers) or "none alive"),
         ("workers", ", ".join(f"{w.name} ({w.state})" for w in state.workers) or "none alive"),
+        ("jobs under way", str(state.jobs_under_way)),
+        ("scheduled jobs", _waiting(state)),
         ("failed jobs", _failed(state)),
         ("llm extraction", f"{escape(state.llm)}; {state.llm_tokens_today:,} tokens spent today"),
         *((f"job {job.name}", _scheduled(job)) for job in state.scheduled),
@@ -162,6 +164,8 @@ def _when(at: datetime | None) -> str:
         return "unknown"
     seconds = (at - datetime.now(UTC)).total_seconds()
     span = f"{abs(seconds) / 3600:.1f} h" if abs(seconds) >= 3600 else f"{abs(seconds) / 60:.0f} min"
+    if abs(seconds) < 60:
+        span = f"{abs(seconds):.0f} s"
     return f"in {span}" if seconds > 0 else f"{span} ago"
 
 
@@ -196,13 +200,28 @@ def _connection(settings: Settings) -> str:
     return escape(f"{settings.connection_file}: {taken}")
 
 
+def _waiting(state: "StackStatus") -> str:
+    if not state.scheduled_jobs:
+        return "none"
+    from rich.markup import escape
+
+    soonest = "; ".join(
+        escape(f"{job.description} {_when(datetime.fromisoformat(job.due_at))}")
+        for job in state.next_scheduled_jobs[:3]
+    )
+    return f"[yellow]{state.scheduled_jobs}[/] (retries waiting their pause; soonest: {soonest})"
+
+
 def _failed(state: "StackStatus") -> str:
     if not state.failed_jobs:
         return "none"
     from rich.markup import escape
 
     newest = "; ".join(escape(f"{job.description}: {job.error}") for job in state.newest_failed_jobs[:3])
-    return f"[bold red]{state.failed_jobs}[/] (failed every try; newest: {newest})"
+    return (
+        f"[bold red]{state.failed_jobs}[/] (failed every try; newest: {newest}); "
+        "tried again within the hour, or now with `reverie think --retry-failed`"
+    )
 
 
 def _disk(state: "StackStatus") -> str:
@@ -395,5 +414,4 @@ def worker() -> int:
     from workers.queue_worker import run_worker
 
     configure_logging(json=True)
-    run_worker(Settings.from_env(), _stop_on_signals())
-    return 0
+    return run_worker(Settings.from_env(), _stop_on_signals())

@@ -7,8 +7,9 @@ from typing import Any
 import msgspec
 import redis
 from rq import Worker
+from rq.exceptions import NoSuchJobError
 from rq.job import Job
-from rq.registry import FailedJobRegistry
+from rq.registry import FailedJobRegistry, ScheduledJobRegistry, StartedJobRegistry
 from rq.worker import BaseWorker
 
 from ingest.dead_letters import count_dead_letters
@@ -46,6 +47,15 @@ class FailedJob(msgspec.Struct, frozen=True):
     failed_at: str | None
 
 
+class ScheduledJob(msgspec.Struct, frozen=True):
+    """A job waiting for its time, as RQ's scheduled-job registry keeps it: a retry, after
+    the pause that follows a failed try (or a try whose worker was killed)."""
+
+    id: str
+    description: str
+    due_at: str  # when the scheduler queues it
+
+
 class StackStatus(msgspec.Struct, frozen=True, kw_only=True):
     redis_url: str
     reachable: bool
@@ -62,6 +72,9 @@ class StackStatus(msgspec.Struct, frozen=True, kw_only=True):
     vectors_published_at: float | None = None  # when the embedder last published what it holds
     dispatchers: list[Heartbeat] = []
     workers: list[WorkerState] = []
+    jobs_under_way: int = 0  # on a worker now (or on one killed, until a worker hands it back)
+    scheduled_jobs: int = 0  # waiting for their time: retries
+    next_scheduled_jobs: list[ScheduledJob] = []  # the soonest few
     failed_jobs: int = 0
     newest_failed_jobs: list[FailedJob] = []  # the newest few, with their errors
     disk_free: int | None = None  # bytes free for the data directory
@@ -144,6 +157,20 @@ def _failed_jobs(client: "redis.Redis", newest: int = 5) -> tuple[int, list[Fail
     return registry.count, failed
 
 
+def _scheduled_jobs(client: "redis.Redis", soonest: int = 5) -> tuple[int, list[ScheduledJob]]:
+    registry = ScheduledJobRegistry(QUEUE, connection=client)  # type: ignore[no-untyped-call]
+    ids = registry.get_job_ids(0, soonest - 1, cleanup=False)  # the soonest first
+    waiting = []
+    for job in Job.fetch_many(ids, connection=client):
+        try:
+            due = registry.get_scheduled_time(job.id) if job is not None else None
+        except NoSuchJobError:  # queued meanwhile
+            continue
+        if job is not None and due is not None:
+            waiting.append(ScheduledJob(job.id, job.description or job.func_name or job.id, due.isoformat()))
+    return registry.get_job_count(cleanup=False), waiting
+
+
 def _redis_write_error(client: "redis.Redis") -> str | None:
     """Why the server refuses writes, if it does (its disk is full)."""
     info: dict[str, Any] = client.info("persistence")
@@ -222,6 +249,8 @@ def stack_status(settings: Settings) -> StackStatus:
         )
         write_error = _redis_write_error(client)
         failed_count, failed = _failed_jobs(client)
+        scheduled_count, waiting = _scheduled_jobs(client)
+        under_way = StartedJobRegistry(QUEUE, connection=client).get_job_count(cleanup=False)
         scheduled = states(client)
         workers = [
             WorkerState(
@@ -241,6 +270,9 @@ def stack_status(settings: Settings) -> StackStatus:
         dispatchers=beats,
         workers=workers,
         redis_write_error=write_error,
+        jobs_under_way=under_way,
+        scheduled_jobs=scheduled_count,
+        next_scheduled_jobs=waiting,
         failed_jobs=failed_count,
         newest_failed_jobs=failed,
         scheduled=scheduled,
