@@ -15,9 +15,10 @@ from reverie.console import err, fail, out, progress_bar, warn_quarantined
 from schemas.settings import Settings
 
 if TYPE_CHECKING:
-    from projections.event_log import Quarantined
-    from workers.status import StackStatus
-    from workers.thinking.schedule import JobState
+    from schemas.status import JobState, Quarantined, StackStatus
+
+
+_STATUS_WAIT_S = 2.0  # for the recall service's answer, before the command reads it all itself
 
 
 def up(detach: bool, workers: int) -> int:
@@ -93,11 +94,36 @@ def down() -> int:
     return fail(f"reverie (pid {pid}) did not stop within 60 s")
 
 
-def status(as_json: bool) -> int:
+def stack_state(settings: Settings) -> "StackStatus":
+    """The stack's status: as its recall service tells it (it holds everything loaded: a few
+    milliseconds), else read here from the files and Redis (a second of imports)."""
+    told = _asked_status(settings)
+    if told is not None:
+        return told
     from workers.status import stack_status
 
+    found = stack_status(settings)
+    if found.stack_pid is not None:  # up, but its service not answering yet
+        return msgspec.structs.replace(found, recall_service="starting: loading the model and the memories")
+    return found
+
+
+def _asked_status(settings: Settings) -> "StackStatus | None":
+    from ingest.injection import ask_service
+    from schemas.status import StackStatus
+
+    if not settings.recall_url and not os.path.exists(settings.recall_socket_path):
+        return None
+    try:
+        answer = ask_service(settings, {"status": True, "deadline_s": _STATUS_WAIT_S}, _STATUS_WAIT_S)
+        return msgspec.json.decode(msgspec.json.encode(answer["status"]), type=StackStatus)
+    except (OSError, ValueError, KeyError, msgspec.ValidationError):
+        return None
+
+
+def status(as_json: bool) -> int:
     settings = Settings.from_env()
-    state = stack_status(settings)
+    state = stack_state(settings)
     if as_json:
         sys.stdout.write(msgspec.json.encode(state).decode() + "\n")
         return 0 if state.reachable else 1
@@ -107,6 +133,7 @@ def status(as_json: bool) -> int:
     table = Table(show_header=False, box=None)
     rows = [
         ("stack", f"running (pid {state.stack_pid})" if state.stack_pid else "not running (here)"),
+        ("recall service", state.recall_service),
         ("redis", f"{state.redis_url} ({'reachable' if state.reachable else 'UNREACHABLE'})"),
         ("stream length", str(state.stream_length)),
         ("pending", str(state.pending)),

@@ -32,11 +32,12 @@ from rq.job import Job
 from rq.registry import FailedJobRegistry
 
 from ingest.emit import Emitter
-from projections.event_log import EventLog, Quarantined, to_events
+from projections.event_log import EventLog, to_events
 from schemas.events import Event
 from schemas.kinds import SESSION_ENDED, SOURCE_WORKER
 from schemas.registry import DERIVED_KINDS
 from schemas.settings import Settings
+from schemas.status import Quarantined
 from workers.logs import quarantine_logger
 from workers.thinking.follower import Batches, Derived, Follower, SessionEnds
 from workers.thinking.reading import Reading

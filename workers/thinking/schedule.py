@@ -20,7 +20,6 @@ import os
 import socket
 from datetime import datetime
 
-import msgspec
 import redis
 import structlog
 from rq.cron import CronScheduler, get_cron_job_ids
@@ -28,6 +27,7 @@ from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
 
 from schemas.settings import QUEUE, Settings
+from schemas.status import JobState
 from workers.redis_client import connect
 from workers.thinking import registry, runner
 
@@ -68,15 +68,6 @@ def run_scheduler(settings: Settings) -> int:
         log.warning("scheduler.interrupted", error=str(e))
         return 1
     return 0
-
-
-class JobState(msgspec.Struct, frozen=True):
-    name: str
-    cron: str
-    last_run: datetime | None
-    next_run: datetime | None
-    last_status: str | None  # RQ's: queued, started, finished, failed...
-    last_error: str | None
 
 
 def states(client: redis.Redis) -> list[JobState]:
