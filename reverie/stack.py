@@ -84,13 +84,13 @@ def down() -> int:
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + 60
     with err.status(f"stopping reverie (pid {pid})…"):
+        # the supervisor lets go of its pid file once every process it started has ended: that,
+        # not its own exit (which its parent, long gone, may be slow to reap), is the stack down
         while time.monotonic() < deadline:
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
+            if running_pid(settings) is None:
                 out.print("reverie stopped")
                 return 0
-            time.sleep(0.1)
+            time.sleep(0.05)
     return fail(f"reverie (pid {pid}) did not stop within 60 s")
 
 
@@ -103,8 +103,9 @@ def stack_state(settings: Settings) -> "StackStatus":
     from workers.status import stack_status
 
     found = stack_status(settings)
-    if found.stack_pid is not None:  # up, but its service not answering yet
-        return msgspec.structs.replace(found, recall_service="starting: loading the model and the memories")
+    if found.stack_pid is not None:  # up, but its service not answering
+        waiting = "not answering: starting (loading the model and the memories), restarting or busy"
+        return msgspec.structs.replace(found, recall_service=waiting)
     return found
 
 
@@ -301,7 +302,7 @@ def _in_background() -> None:
     way to the hooks and the recall service (a process at nice 10 gets about a tenth of the time
     one at 0 gets). Under the paced load of benchmarks/recall_latency.py at 100k memories, each
     prompt sets the stack folding, embedding and re-reading for about a second of CPU."""
-    from workers.embedder import BACKGROUND_NICENESS
+    from schemas.settings import BACKGROUND_NICENESS
 
     os.nice(BACKGROUND_NICENESS)
 
@@ -366,6 +367,9 @@ def serve() -> int:
     # One BLAS thread (set before NumPy loads it): the model's threads would run the embedder's
     # batches at the recall's priority, and on 2 cores a short query is no faster on two.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    # and no pool of tokenizing threads: it would take the niceness of the thread that first
+    # used it, the embedder's, and tokenize every prompt after at that priority
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     from workers.logs import configure_logging
     from workers.recall_service import run_recall_service
 

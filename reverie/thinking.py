@@ -84,12 +84,15 @@ def retry_failed() -> int:
     deadline = time.monotonic() + sum(job.timeout or 180 for job in queued)
     outcomes: dict[str, int] = {}
     with progress_bar() as progress:
-        task = progress.add_task(f"{len(queued)} failed derivations: waiting for a worker", total=len(queued))
+        plural = "s" if len(queued) > 1 else ""
+        task = progress.add_task(
+            f"{len(queued)} failed derivation{plural}: waiting for a worker", total=len(queued)
+        )
         for job in queued:
             outcome = _ended(job, deadline)
             outcomes[outcome] = outcomes.get(outcome, 0) + 1
             progress.update(task, advance=1, description=f"{job.description}: {outcome}")
-    said = f"{len(queued)} failed derivation{'s' if len(queued) > 1 else ''} queued again: " + ", ".join(
+    said = f"{len(queued)} failed derivation{plural} queued again: " + ", ".join(
         f"{n} {outcome}" for outcome, n in sorted(outcomes.items())
     )
     if set(outcomes) != {"finished"}:

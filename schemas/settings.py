@@ -6,9 +6,9 @@ Standard library only: the hook imports this on every call.
 - REDIS_URL: a shared Redis (redis://, rediss://, unix://). Unset means the embedded server,
   reached on a unix socket inside the data directory that only this user can open (or, when
   that path is too long for a socket, in $XDG_RUNTIME_DIR/reverie or /tmp/reverie-<uid>, 0700).
-- REVERIE_EMBEDDING_MODEL: the sentence-transformers model that embeds memories (default:
-  all-MiniLM-L6-v2, shipped in a wheel and loaded offline). Another name or path is loaded the
-  usual sentence-transformers way, which may download it.
+- REVERIE_EMBEDDING_MODEL: the model that embeds memories (default: all-MiniLM-L6-v2, shipped
+  in a wheel, loaded offline and run in NumPy). Another name or path is a sentence-transformers
+  model, loaded the usual way, which may download it.
 - REVERIE_RECALL_URL, REVERIE_RECALL_TOKEN: a recall service reached over TCP
   (tcp://127.0.0.1:7377: a compose stack's, published on the host), and the token both ends prove
   they hold, never sending it (ingest/handshake.py); REVERIE_RECALL_LISTEN (host:port) has the
@@ -45,6 +45,9 @@ STREAM = "reverie:events"
 GROUP = "reverie:archivers"
 QUEUE = "reverie"
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
+# What can wait runs this much nicer than the hooks and recall: the projector, the RQ workers,
+# the recall service's embedding thread and the encoding it does for the workers.
+BACKGROUND_NICENESS = 10
 CONNECTION_FILE = "connection.env"
 # what the connection file may set (a Redis password and the recall token are its reason to be)
 CONNECTION_NAMES = ("REDIS_URL", "REVERIE_RECALL_URL", "REVERIE_RECALL_TOKEN")

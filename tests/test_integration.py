@@ -477,7 +477,7 @@ def test_the_stack_embeds_what_it_projects(stack: Stack, env: dict[str, str]) ->
 
 
 def test_the_background_processes_give_way_to_the_hooks_and_the_recall_service(stack: Stack) -> None:
-    from workers.embedder import BACKGROUND_NICENESS
+    from schemas.settings import BACKGROUND_NICENESS
     from workers.status import stack_status
 
     def niceness() -> dict[str, list[int]]:

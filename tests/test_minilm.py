@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
+from benchmarks.common import locomo_turns
 from projections.embedding_model import default_model_folder, load_encoder
 from projections.minilm import MAX_TOKENS, MiniLM
-from tests.support.captures import locomo_turns
 
 TEXTS = [
     "how do we run the tests?",

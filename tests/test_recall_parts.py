@@ -290,3 +290,17 @@ def test_only_global_memories_made_elsewhere_are_weighed_by_how_related_their_pr
     assert factors == {"g-api": pytest.approx(0.8), "g-game": 0.5}  # the relation is read from /app
     assert weighed == {**relevance, "g-api": pytest.approx(0.8), "g-game": 0.5}
     assert _by_origin(relevance, None, kinship) == (relevance, {})  # all projects: nobody asks
+
+
+def test_the_stop_words_are_scikit_learns_read_from_its_file_or_imported(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import importlib.util
+
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    from projections.recall import words
+
+    assert words._english_stop_words() == ENGLISH_STOP_WORDS  # read from the file alone
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)  # a release that moved it
+    assert words._english_stop_words() == ENGLISH_STOP_WORDS

@@ -17,6 +17,7 @@ the lock of a scheduler gone for good, for the next worker that asks.
 
 import os
 import socket
+import time
 
 import redis
 import structlog
@@ -31,6 +32,9 @@ log = structlog.get_logger("reverie.worker")
 
 _RECLAIMING = "reverie:reclaiming:{}"  # held while one worker reclaims: a job is retried once
 _RECLAIMING_S = 30
+_DELETE_IF_MINE = (
+    "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0"
+)
 
 
 def reclaim(queue: Queue) -> list[str]:
@@ -39,13 +43,14 @@ def reclaim(queue: Queue) -> list[str]:
     nothing while another worker is at it."""
     client = queue.connection
     lock = _RECLAIMING.format(queue.name)
-    if not client.set(lock, os.getpid(), nx=True, ex=_RECLAIMING_S):
+    mine = f"{socket.gethostname()}:{os.getpid()}:{time.monotonic_ns()}"
+    if not client.set(lock, mine, nx=True, ex=_RECLAIMING_S):
         return []
     try:
         _free_scheduler_lock(client, queue.name)
         return _hand_back(queue)
-    finally:
-        client.delete(lock)
+    finally:  # ours only: past its 30 s, it may be another worker's now
+        client.eval(_DELETE_IF_MINE, 1, lock, mine)
 
 
 def _hand_back(queue: Queue) -> list[str]:

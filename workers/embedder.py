@@ -5,6 +5,7 @@ the model), at a lower priority than the recall it shares the process with (Linu
 thread its own niceness); `reverie embed` runs one round by hand.
 """
 
+import contextlib
 import os
 import re
 import shutil
@@ -20,13 +21,12 @@ from projections.embedder import Embedder, SyncProgress, SyncReport
 from projections.embedding_model import EmbeddingCache, Encoder, load_encoder
 from projections.vectors import Vectors
 from schemas.disk.files import Busy, lock_directory
-from schemas.settings import Settings
+from schemas.settings import BACKGROUND_NICENESS, Settings
 
 log = structlog.get_logger("reverie.embedder")
 CACHE = "embedding-cache.duckdb"
 _VECTORS_DIR = re.compile(r"[A-Za-z0-9.-]+-[0-9a-f]{8}")  # see Settings.vectors_dir
 _MAX_BACKOFF_S = 60.0
-BACKGROUND_NICENESS = 10  # the embedding thread's, the projector's and the RQ workers' processes'
 
 
 def lock_vectors(settings: Settings) -> TextIO:
@@ -76,12 +76,24 @@ def _wait_for_lock(settings: Settings, stop: threading.Event) -> TextIO | None:
     return None
 
 
+def in_background() -> None:
+    """Make this thread alone BACKGROUND_NICENESS nicer, as `os.nice` does a process (Linux
+    gives each thread its own niceness), so that what it does waits and a prompt's recall in
+    the same process does not; elsewhere it runs as it is."""
+    if sys.platform != "linux":
+        return
+    me = threading.get_native_id()
+    with contextlib.suppress(OSError):  # only ever nicer, which any user may ask
+        os.setpriority(
+            os.PRIO_PROCESS, me, min(os.getpriority(os.PRIO_PROCESS, me) + BACKGROUND_NICENESS, 19)
+        )
+
+
 def run_embedder(
     settings: Settings, encoder: Encoder, stop: threading.Event, interval_s: float = 0.5
 ) -> None:
     """Sync the vectors with each snapshot the projector publishes, until `stop` is set."""
-    if sys.platform == "linux":  # this thread alone: embedding waits, a prompt's recall does not
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), BACKGROUND_NICENESS)
+    in_background()
     lock = _wait_for_lock(settings, stop)
     if lock is None:
         return

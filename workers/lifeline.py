@@ -29,3 +29,23 @@ def killed_with_this_process() -> Callable[[], None] | None:
             os._exit(1)
 
     return arm
+
+
+def every_fork_dies_with_its_parent() -> None:
+    """Have every child this process forks from now on (and theirs, as they fork in turn) killed
+    when its parent ends, as `killed_with_this_process` does a child it execs (Linux only)."""
+    if sys.platform != "linux":
+        return
+    import ctypes
+
+    forking = [0]
+
+    def before() -> None:
+        forking[0] = os.getpid()
+
+    def in_child() -> None:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != forking[0]:  # the parent ended before we asked
+            os._exit(1)
+
+    os.register_at_fork(before=before, after_in_child=in_child)

@@ -20,11 +20,8 @@ scheduler's lock, the next worker hands back as it starts, before it asks for th
 a job a killed worker held runs again within seconds of its replacement starting.
 """
 
-import ctypes
 import os
-import signal
 import socket
-import sys
 import threading
 import time
 from typing import Any
@@ -35,6 +32,7 @@ from rq import Queue, Worker
 
 from schemas.settings import QUEUE, Settings
 from workers.abandoned import reclaim
+from workers.lifeline import every_fork_dies_with_its_parent
 from workers.redis_client import connect, is_up
 
 log = structlog.get_logger("reverie.worker")
@@ -102,29 +100,10 @@ class _Worker(Worker):
             reclaim(queue)
 
 
-_PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parents() -> None:
-    """Have every child this process forks (and theirs) killed when its parent ends."""
-    forking = [0]
-
-    def before() -> None:
-        forking[0] = os.getpid()
-
-    def in_child() -> None:
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-        if os.getppid() != forking[0]:  # the parent ended before we asked
-            os._exit(1)
-
-    os.register_at_fork(before=before, after_in_child=in_child)
-
-
 def run_worker(settings: Settings, stop: threading.Event, gone_after_s: float = GONE_AFTER_S) -> int:
     """Work on the queue until `stop` is set (0), starting RQ's loop again whenever it quits
     while Redis is away, unless Redis has been away for `gone_after_s` (1)."""
-    if sys.platform == "linux":
-        _die_with_parents()
+    every_fork_dies_with_its_parent()
     absence = Absence(gone_after_s)
     rounds = 0
     while not stop.is_set():

@@ -3,10 +3,12 @@ loaded, and recall answers over a unix socket in milliseconds.
 
 Its process holds the stack's one copy of the embedding model: the embedder runs in it, as a
 thread at a lower priority (workers/embedder.py), and the RQ workers ask it for vectors
-(`encode` requests), which it answers beside recalls, without waiting for their turn.
+(`encode` requests), which it answers one at a time, at the embedder's priority, beside recalls
+and without waiting for their turn. `reverie status` asks it too. Should its embedding thread
+end by an error, the service ends, and the supervisor starts it again.
 
 One JSON line in (schemas/recall.py), one JSON line out. Recalls take turns (one model, one
-DuckDB connection), each within its deadline: the one its asker gives (the hooks wait 0.3 s),
+DuckDB connection), each within its deadline: the one its asker gives (the hooks wait 2 s),
 at most 10 s. A request that cannot have its turn in time, or whose recall passes it, is
 answered with an error at once, so one slow request never holds the others. Every recall is fed back: a
 `memory.retrieved` event (query, result ids, scores) goes to the stream, for spaced repetition.
@@ -46,7 +48,7 @@ from schemas.observed import MemoryRetrieved
 from schemas.recall import REQUEST_LIMIT, RecallRequest
 from schemas.settings import Settings
 from schemas.status import StackStatus
-from workers.embedder import run_embedder
+from workers.embedder import in_background, run_embedder
 from workers.redis_client import connect
 from workers.status import stack_status
 
@@ -56,7 +58,7 @@ _REFRESH_S = 1.0  # how often the service looks for new memories
 # learned (a recall's activations, a fact's confidence): building recall's tables of a snapshot
 # costs 230 ms at 100k memories, and every recall makes a snapshot.
 _SNAPSHOT_EVERY_S = 5.0
-_DEADLINE_S = 10.0  # the longest any request may take, whatever its asker says
+_DEADLINE_S = 10.0  # the longest a recall may take, whatever its asker says
 _decode = msgspec.json.Decoder(RecallRequest)
 _encode = msgspec.json.Encoder()
 
@@ -66,6 +68,7 @@ class RecallService:
         self.settings = settings
         self.recaller = recaller
         self.lock = threading.Lock()  # one DuckDB connection, one model: one recall at a time
+        self.encoding = threading.Lock()  # the workers' texts, one request at a time
         self.redis = connect(settings, timeout=1.0)
         self._opened_at = -math.inf  # when the snapshot read was opened
         self._memories_changed = False  # since it was: new memories want their features now
@@ -73,7 +76,9 @@ class RecallService:
     def answer(self, request: RecallRequest) -> dict[str, Any]:
         """The answer to `request`; Overdue if it cannot be had within the request's deadline."""
         if request.encode is not None:  # the model alone: no snapshot, no turn to wait for
-            vectors = self.recaller.encoder.encode(request.encode)
+            in_background()  # this handler's thread, which ends with the request
+            with self.encoding:
+                vectors = self.recaller.encoder.encode(request.encode)
             return {"vectors": vectors.astype("<f4").tobytes()}
         if request.status:
             return {"status": self._status()}
@@ -315,13 +320,16 @@ def run_recall_service(settings: Settings, stop: threading.Event) -> None:
     embedding.start()
     try:
         while not stop.wait(_REFRESH_S):
+            if not embedding.is_alive():  # it ended by an error: a new process starts it again
+                raise RuntimeError("the embedding thread stopped; see its error above")
             service.refresh()
     finally:
         stop.set()  # for the embedder too, whatever ended the service
         for each in servers:
             each.shutdown()
             each.server_close()
-        os.unlink(path)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
         embedding.join()
         service.recaller.memories.close()
         log.info("recall.stopped")

@@ -18,18 +18,3 @@ def fixture_payloads() -> list[tuple[str, dict[str, Any]]]:
         for i, payload in enumerate(json.loads(path.read_text())):
             found.append((f"{path.parent.name}/{path.stem}[{i}]", payload))
     return found
-
-
-LOCOMO_DEV = SHARED / "bench" / "locomo" / "locomo10_dev.json"
-
-
-def locomo_turns() -> list[str]:
-    """Every dialog turn of LoCoMo's development conversations: real, short, varied texts."""
-    conversations = json.loads(LOCOMO_DEV.read_text())
-    return [
-        f"{turn['speaker']}: {turn['text']}"
-        for c in conversations
-        for key, session in c["conversation"].items()
-        if key.startswith("session_") and isinstance(session, list)
-        for turn in session
-    ]

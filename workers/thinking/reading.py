@@ -5,37 +5,50 @@ and the time. A follower of requests leaves its answer on it.
 The model is the recall service's: a job asks it for vectors over its socket (~5 ms a short
 text), so the stack holds one copy of the model however many workers it runs. A job with no
 service to ask (the stack down, a test, `reverie think --now` on its own) loads the model
-itself, once per process (a tenth of a second for the default model).
+itself, once per process: once per job on a worker, which forks a process for each (a tenth of
+a second for the default model).
 """
+
+from __future__ import annotations
 
 import base64
 from collections.abc import Sequence
 from datetime import datetime
 from functools import cached_property
+from typing import TYPE_CHECKING
 
-import duckdb
 import msgspec
 import numpy as np
 import structlog
 
 from ingest.emit import Worker, encode
 from ingest.injection import ask_service
-from projections import sql
-from projections.embedding_model import Encoder, load_encoder
 from schemas.events import Event
 from schemas.kinds import SOURCE_WORKER
+from schemas.recall import REQUEST_LIMIT
 from schemas.settings import Settings
 from workers.thinking.follower import Derived
+
+if TYPE_CHECKING:  # DuckDB, Arrow and the model are loaded where a job reads or encodes: the
+    # dispatcher and the scheduler, which import this module to enqueue jobs, never do
+    import duckdb
+
+    from projections.embedding_model import Encoder
 
 log = structlog.get_logger("reverie.reading")
 _encoders: dict[str, Encoder] = {}
 _ASK_S = 60.0  # a job's texts wait for the service's model at most this long, then load it here
-_ASK_CHARS = 256 * 1024  # texts per request, by their length: well within a request line's limit
+# A request's texts, by their length: a character takes at most 12 bytes in JSON (an escaped
+# surrogate pair), so a request stays within its line's limit (schemas/recall.py); a longer text
+# is cut, far past the 256 tokens the model reads of it.
+_ASK_CHARS = REQUEST_LIMIT // 12 - 1024
 
 
 def encoder(model: str) -> Encoder:
     """`model`, loaded in this process the first time it is asked for."""
     if model not in _encoders:
+        from projections.embedding_model import load_encoder
+
         _encoders[model] = load_encoder(model)
     return _encoders[model]
 
@@ -60,10 +73,11 @@ def _asked(settings: Settings, texts: list[str]) -> np.ndarray:
 
 
 def _parts(texts: list[str]) -> list[list[str]]:
+    """`texts` in requests of at most _ASK_CHARS characters, each text cut to fit one."""
     parts: list[list[str]] = []
-    size = _ASK_CHARS
-    for text in texts:
-        if size + len(text) > _ASK_CHARS:
+    size = 0
+    for text in (t[:_ASK_CHARS] for t in texts):
+        if not parts or size + len(text) > _ASK_CHARS:
             parts.append([])
             size = 0
         parts[-1].append(text)
@@ -73,6 +87,8 @@ def _parts(texts: list[str]) -> list[list[str]]:
 
 def tokens_today(db: duckdb.DuckDBPyConnection) -> int:
     """The LLM tokens a snapshot says were spent today (UTC), all projects."""
+    import duckdb
+
     try:
         [(spent,)] = db.execute(
             "SELECT coalesce(sum(input_tokens + output_tokens), 0) FROM llm_usage "
@@ -104,6 +120,8 @@ class Reading:
     @cached_property
     def snapshot(self) -> duckdb.DuckDBPyConnection:
         """The projections as the last snapshot has them (empty before the first)."""
+        from projections import sql
+
         return sql.connect(self.settings)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
@@ -125,7 +143,7 @@ class Reading:
         if "snapshot" in self.__dict__:
             self.snapshot.close()
 
-    def __enter__(self) -> "Reading":
+    def __enter__(self) -> Reading:
         return self
 
     def __exit__(self, *_: object) -> None:

@@ -22,8 +22,6 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 
 import msgspec
-import pyarrow as pa
-import pyarrow.compute as pc
 import redis
 import structlog
 from rq import Queue, Retry, get_current_job
@@ -32,7 +30,6 @@ from rq.job import Job
 from rq.registry import FailedJobRegistry
 
 from ingest.emit import Emitter
-from projections.event_log import EventLog, to_events
 from schemas.events import Event
 from schemas.kinds import SESSION_ENDED, SOURCE_WORKER
 from schemas.registry import DERIVED_KINDS
@@ -170,6 +167,11 @@ def dispatch(queue: Queue, segment: str, events: Sequence[tuple[str, str, str | 
 
 def session_events(event_log_dir: str, session_id: str) -> list[Event]:
     """Every event of a session, from the segments that hold some (their session ids first)."""
+    import pyarrow.compute as pc  # here, as in _batch: the dispatcher and the scheduler enqueue
+
+    # jobs without ever reading a segment, and Arrow is a third of their memory
+    from projections.event_log import EventLog, to_events
+
     event_log = EventLog(event_log_dir, quarantine_logger(log))
     found: list[Event] = []
     for path in event_log.segments():
@@ -198,6 +200,11 @@ def _batch(segment: str, ids: set[str]) -> list[Event]:
     """The events `ids` from `segment`, or from the whole log if a compaction merged it away.
 
     A segment damaged since it was written is set aside, and what it still holds is read."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from projections.event_log import EventLog, to_events
+
     set_aside: list[Quarantined] = []
     warn = quarantine_logger(log)
 
