@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 import msgspec
 import structlog
 
-from reverie.mcp_endpoint import LOOPBACK, PATH, Endpoint, is_loopback, keep, wanted
+from reverie.mcp_endpoint import LISTEN, LOOPBACK, PATH, Endpoint, is_loopback, keep, kept, wanted
 from schemas.settings import Settings
 
 log = structlog.get_logger("reverie.mcp")
@@ -46,8 +46,13 @@ def serve() -> int:
     import uvicorn
 
     settings = Settings.from_env()
-    listener, endpoint = bound(wanted(settings, dict(os.environ)))
-    keep(settings, endpoint)
+    environ = dict(os.environ)
+    listener, endpoint = bound(wanted(settings, environ), movable=not environ.get(LISTEN))
+    if kept(settings) != endpoint:
+        try:
+            keep(settings, endpoint)
+        except OSError as e:  # a full disk, say: serve all the same; install finds it once written
+            log.warning("mcp.not_kept", error=str(e))
     log.info("mcp.serving", url=endpoint.url)
     config = uvicorn.Config(
         guarded(_app(settings), endpoint.token),
@@ -60,15 +65,15 @@ def serve() -> int:
     return 0
 
 
-def bound(endpoint: Endpoint) -> tuple[socket.socket, Endpoint]:
+def bound(endpoint: Endpoint, movable: bool) -> tuple[socket.socket, Endpoint]:
     """A socket bound and listening where `endpoint` says, and the endpoint with the port it
-    got. A kept port another program took since is given up for a new one (logged: installed
-    entries then point at the old one until `reverie install` runs again); a port the settings
-    name is not (OSError)."""
+    got. If that port is taken and `movable` (a kept one, not one the settings name), a new one
+    (logged: installed entries point at the old one until `reverie install` runs again); else
+    OSError."""
     try:
         listener = _listening(endpoint.host, endpoint.port)
     except OSError:
-        if endpoint.port == 0 or os.environ.get("REVERIE_MCP_LISTEN"):
+        if endpoint.port == 0 or not movable:
             raise
         log.warning("mcp.port_taken", port=endpoint.port, fix="reverie install claude-code")
         listener = _listening(endpoint.host, 0)

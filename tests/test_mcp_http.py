@@ -7,6 +7,7 @@ requests answered with JSON-RPC errors; and `reverie install` registering it."""
 import http.client
 import json
 import os
+import socket
 import stat
 import subprocess
 from pathlib import Path
@@ -16,7 +17,8 @@ from urllib.parse import quote, urlsplit
 import anyio
 import pytest
 
-from reverie.mcp_endpoint import Registered
+from reverie.mcp_endpoint import Endpoint, Registered, kept
+from schemas.settings import Settings
 from tests.support.mcp import DEEP_CALL, git_project, reverie_http, text_of, until
 from tests.support.processes import REVERIE, Stack, wait_for
 
@@ -209,3 +211,38 @@ def test_install_registers_the_running_stacks_server_and_its_token_stays_private
     for scope in ("project", "local", "user"):
         install("uninstall", "claude-code", "--scope", scope)
     assert json.loads(claude_json.read_text()) == {"numStartups": 3}
+
+
+def test_the_port_is_kept_across_restarts_and_a_taken_one_given_up(env: dict[str, str], home: str) -> None:
+    settings = Settings(home)
+
+    def serving(moved_from: int | None = None) -> tuple["subprocess.Popen[bytes]", Endpoint]:
+        """`reverie mcp --http` started, once the data directory says where it listens (a port
+        other than `moved_from`, if given) and something listens there."""
+        server = subprocess.Popen([*REVERIE, "mcp", "--http"], env=env, stderr=subprocess.DEVNULL)
+
+        def listening() -> Endpoint | None:
+            endpoint = kept(settings)
+            if endpoint is None or endpoint.port == moved_from:
+                return None
+            try:
+                socket.create_connection((endpoint.host, endpoint.port), timeout=5).close()
+            except OSError:
+                return None
+            return endpoint
+
+        return server, wait_for(listening, timeout=60, what="the server to listen")
+
+    def stop(server: "subprocess.Popen[bytes]") -> None:
+        server.terminate()
+        assert server.wait(30) in (0, -15)
+
+    server, first = serving()
+    stop(server)
+    server, again = serving()  # the one before stopped: whoever listens now is this one
+    stop(server)
+    assert (again.port, again.token) == (first.port, first.token)  # what install wrote stays right
+    with socket.create_server((first.host, first.port)):  # another program took the port
+        server, moved = serving(moved_from=first.port)
+        stop(server)
+    assert moved.token == first.token
