@@ -21,7 +21,7 @@ down, loads the model itself, once.
 """
 
 # No `from __future__ import annotations`: the SDK reads each tool's annotations, and the
-# resolver a tool's `place` names is a local of `build`'s, which a string could not name.
+# resolver a tool's `place` names is a local of the tool's factory, which a string cannot name.
 import functools
 import inspect
 import os

@@ -2,15 +2,17 @@
 loopback Host and Origin, the entry `reverie install` writes for the stack's server, and where
 the server keeps its port and token."""
 
+import asyncio
 import json
 import os
+import socket
 import stat
 
 import pytest
 
 from reverie.installing.entries import mcp_http_server
 from reverie.mcp_endpoint import Endpoint, keep, kept, wanted
-from reverie.mcp_http import from_loopback
+from reverie.mcp_http import bound, from_loopback
 from reverie.mcp_stdio import request_id
 from schemas.settings import Settings
 from tests.support.mcp import DEEP_CALL
@@ -89,3 +91,28 @@ def test_the_port_and_token_are_kept_private_and_trusted_only_so(home: str) -> N
     with pytest.raises(SystemExit, match="REVERIE_MCP_TOKEN"):
         wanted(settings, {"REVERIE_MCP_LISTEN": "0.0.0.0:7378"})
     assert wanted(settings, {"REVERIE_MCP_LISTEN": "127.0.0.1:7379"}).port == 7379
+
+
+def test_the_server_answers_without_waiting_for_delayed_acks() -> None:
+    """The listener the HTTP server serves on hands asyncio connections it sets TCP_NODELAY on:
+    without it, on a kept-alive connection each answer's body waited for the client's delayed
+    ACK, 40 ms a request (measured: 44 ms a `tools/list`, 0.6 ms with it)."""
+    listener, endpoint = bound(Endpoint(0, "t"), movable=True)
+    assert endpoint.host == "127.0.0.1" and endpoint.port == listener.getsockname()[1] > 0
+
+    async def accepted_nodelay() -> int:
+        found: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+
+        class Accepted(asyncio.Protocol):
+            def connection_made(self, transport: asyncio.BaseTransport) -> None:
+                sock = transport.get_extra_info("socket")
+                found.set_result(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+
+        server = await asyncio.get_running_loop().create_server(Accepted, sock=listener)
+        async with server:
+            _, writer = await asyncio.open_connection(endpoint.host, endpoint.port)
+            nodelay = await asyncio.wait_for(found, 30)
+            writer.close()
+        return nodelay
+
+    assert asyncio.run(accepted_nodelay()) != 0
