@@ -13,10 +13,12 @@ a memory.retrieved event, which the stack folds and embeds meanwhile (`--pause 0
 to back, while the stack is still busy with the answers before). With `--adversarial SHARE`,
 that share of the questions (evenly spread) is what pastes bring: a 16,000-character hash, 60,000
 CJK characters, a million characters; p99 and the worst adversarial answer are reported apart.
-Prints one JSON line per size.
+With `--busy N`, N processes spin on the CPU while the questions are timed (a machine busy with
+builds and tests: 2 on 2 cores doubles the load); the hooks that printed no memories, the
+service being late past their deadline, are counted. Prints one JSON line per size.
 
     python benchmarks/recall_latency.py [--memories 10000 100000] [--queries 200] [--pause 1] [--home DIR]
-        [--adversarial 0.01]
+        [--adversarial 0.01] [--busy 2]
 """
 
 import argparse
@@ -117,7 +119,13 @@ def interleaved(queries: list[str], share: float) -> tuple[list[str], set[int]]:
 
 
 def measure(
-    n: int, queries: list[str], reverie: str, pause_s: float, kept: str | None, share: float = 0.0
+    n: int,
+    queries: list[str],
+    reverie: str,
+    pause_s: float,
+    kept: str | None,
+    share: float = 0.0,
+    busy: int = 0,
 ) -> dict[str, object]:
     home = os.path.join(kept, str(n)) if kept else tempfile.mkdtemp(prefix="rv-recall-")
     settings = Settings(home)
@@ -137,10 +145,16 @@ def measure(
         wait_until_embedded(settings, ids, 3_600)
         ingested_s = time.perf_counter() - started
         wait_for("the recall service listens", lambda: os.path.exists(settings.recall_socket_path), 300)
-        asked, hostile = interleaved(queries, share)
-        service = _service_times(settings, asked, pause_s)
-        hooked, hook_hostile = interleaved(queries[: max(len(queries) // 4, 20)], share * 4)
-        hook, answered = _hook_times(reverie, env, hooked, pause_s)
+        spinning = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(busy)]
+        try:
+            asked, hostile = interleaved(queries, share)
+            service = _service_times(settings, asked, pause_s)
+            hooked, hook_hostile = interleaved(queries[: max(len(queries) // 4, 20)], share * 4)
+            hook, answered = _hook_times(reverie, env, hooked, pause_s)
+        finally:
+            for spinner in spinning:
+                spinner.kill()
+                spinner.wait()
     finally:
         stack.terminate()
         stack.wait(120)
@@ -151,6 +165,7 @@ def measure(
         "memories": n,
         "queries": len(queries),
         "pause_s": pause_s,
+        "busy_loops": busy,
         "ingested_and_embedded_s": round(ingested_s, 1) if ingesting else None,
         "service_p50_ms": round(statistics.median(service), 1),
         "service_p95_ms": round(percentile(service, 0.95), 1),
@@ -158,6 +173,8 @@ def measure(
         "hook_with_memories": answered,
         "hook_p50_ms": round(statistics.median(hook), 1),
         "hook_p95_ms": round(percentile(hook, 0.95), 1),
+        "hook_p99_ms": round(percentile(hook, 0.99), 1),
+        "hook_late_share": round(1 - answered / len(hook), 4),
         **(_adversarial(service, hostile, hook, hook_hostile) if share else {}),
     }
 
@@ -224,13 +241,15 @@ def main() -> None:
     parser.add_argument("--pause", type=float, default=1.0, help="seconds between two questions")
     parser.add_argument("--home", help="keep the data directories here (one per size), and reuse them")
     parser.add_argument("--adversarial", type=float, default=0.0, help="share of adversarial prompts")
+    parser.add_argument("--busy", type=int, default=0, help="processes spinning on the CPU while timed")
     args = parser.parse_args()
     reverie = shutil.which("reverie", path=os.path.dirname(sys.executable))
     assert reverie, "reverie is not installed beside this python"
     compile_bytecode()
     queries = locomo_questions()[: args.queries]
     for n in args.memories:
-        print(json.dumps(measure(n, queries, reverie, args.pause, args.home, args.adversarial)), flush=True)
+        measured = measure(n, queries, reverie, args.pause, args.home, args.adversarial, args.busy)
+        print(json.dumps(measured), flush=True)
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ import pyarrow.parquet as pq
 from schemas.disk.files import lock_directory, sync_directory, write_durably
 from schemas.events import Event
 from schemas.ids import new_event_id, utc_now_iso
+from schemas.status import Quarantined
 
 SCHEMA = pa.schema(
     [
@@ -58,19 +59,6 @@ class Compaction(msgspec.Struct, frozen=True):
 
     target: str
     sources: list[str]
-
-
-class Quarantined(msgspec.Struct, frozen=True):
-    """The note beside a file set aside in `quarantine/`: what it was, why, what was kept."""
-
-    segment: str  # its name in the log
-    moved_to: str  # where the file is now, as it was found
-    reason: str  # why it could not be read
-    at: str  # when it was set aside (UTC)
-    rows: int | None  # the events its footer says it held (None: no readable footer)
-    salvaged: int  # the rows that read whole, put back in the log under its name
-    lost: int | None  # the rows that did not (None: unknown)
-    lost_ids: list[str]  # their ids, where the ids still read
 
 
 class NotASegment(ValueError):

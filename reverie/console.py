@@ -20,7 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 if TYPE_CHECKING:
-    from projections.event_log import Quarantined
+    from schemas.status import Quarantined
 
 
 class _Console(Console):

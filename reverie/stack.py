@@ -15,9 +15,10 @@ from reverie.console import err, fail, out, progress_bar, warn_quarantined
 from schemas.settings import Settings
 
 if TYPE_CHECKING:
-    from projections.event_log import Quarantined
-    from workers.status import StackStatus
-    from workers.thinking.schedule import JobState
+    from schemas.status import JobState, Quarantined, StackStatus
+
+
+_STATUS_WAIT_S = 2.0  # for the recall service's answer, before the command reads it all itself
 
 
 def up(detach: bool, workers: int) -> int:
@@ -93,11 +94,36 @@ def down() -> int:
     return fail(f"reverie (pid {pid}) did not stop within 60 s")
 
 
-def status(as_json: bool) -> int:
+def stack_state(settings: Settings) -> "StackStatus":
+    """The stack's status: as its recall service tells it (it holds everything loaded: a few
+    milliseconds), else read here from the files and Redis (a second of imports)."""
+    told = _asked_status(settings)
+    if told is not None:
+        return told
     from workers.status import stack_status
 
+    found = stack_status(settings)
+    if found.stack_pid is not None:  # up, but its service not answering yet
+        return msgspec.structs.replace(found, recall_service="starting: loading the model and the memories")
+    return found
+
+
+def _asked_status(settings: Settings) -> "StackStatus | None":
+    from ingest.injection import ask_service
+    from schemas.status import StackStatus
+
+    if not settings.recall_url and not os.path.exists(settings.recall_socket_path):
+        return None
+    try:
+        answer = ask_service(settings, {"status": True, "deadline_s": _STATUS_WAIT_S}, _STATUS_WAIT_S)
+        return msgspec.json.decode(msgspec.json.encode(answer["status"]), type=StackStatus)
+    except (OSError, ValueError, KeyError, msgspec.ValidationError):
+        return None
+
+
+def status(as_json: bool) -> int:
     settings = Settings.from_env()
-    state = stack_status(settings)
+    state = stack_state(settings)
     if as_json:
         sys.stdout.write(msgspec.json.encode(state).decode() + "\n")
         return 0 if state.reachable else 1
@@ -107,6 +133,7 @@ def status(as_json: bool) -> int:
     table = Table(show_header=False, box=None)
     rows = [
         ("stack", f"running (pid {state.stack_pid})" if state.stack_pid else "not running (here)"),
+        ("recall service", state.recall_service),
         ("redis", f"{state.redis_url} ({'reachable' if state.reachable else 'UNREACHABLE'})"),
         ("stream length", str(state.stream_length)),
         ("pending", str(state.pending)),
@@ -119,6 +146,8 @@ def status(as_json: bool) -> int:
         ("vectors", _age("manifest", state.vectors_published_at)),
         ("dispatchers", ", ".join(f"{d.consumer} (pid {d.pid})" for d in state.dispatchers) or "none alive"),
         ("workers", ", ".join(f"{w.name} ({w.state})" for w in state.workers) or "none alive"),
+        ("jobs under way", str(state.jobs_under_way)),
+        ("scheduled jobs", _waiting(state)),
         ("failed jobs", _failed(state)),
         ("llm extraction", f"{escape(state.llm)}; {state.llm_tokens_today:,} tokens spent today"),
         *((f"job {job.name}", _scheduled(job)) for job in state.scheduled),
@@ -162,6 +191,8 @@ def _when(at: datetime | None) -> str:
         return "unknown"
     seconds = (at - datetime.now(UTC)).total_seconds()
     span = f"{abs(seconds) / 3600:.1f} h" if abs(seconds) >= 3600 else f"{abs(seconds) / 60:.0f} min"
+    if abs(seconds) < 60:
+        span = f"{abs(seconds):.0f} s"
     return f"in {span}" if seconds > 0 else f"{span} ago"
 
 
@@ -196,13 +227,28 @@ def _connection(settings: Settings) -> str:
     return escape(f"{settings.connection_file}: {taken}")
 
 
+def _waiting(state: "StackStatus") -> str:
+    if not state.scheduled_jobs:
+        return "none"
+    from rich.markup import escape
+
+    soonest = "; ".join(
+        escape(f"{job.description} {_when(datetime.fromisoformat(job.due_at))}")
+        for job in state.next_scheduled_jobs[:3]
+    )
+    return f"[yellow]{state.scheduled_jobs}[/] (retries waiting their pause; soonest: {soonest})"
+
+
 def _failed(state: "StackStatus") -> str:
     if not state.failed_jobs:
         return "none"
     from rich.markup import escape
 
     newest = "; ".join(escape(f"{job.description}: {job.error}") for job in state.newest_failed_jobs[:3])
-    return f"[bold red]{state.failed_jobs}[/] (failed every try; newest: {newest})"
+    return (
+        f"[bold red]{state.failed_jobs}[/] (failed every try; newest: {newest}); "
+        "tried again within the hour, or now with `reverie think --retry-failed`"
+    )
 
 
 def _disk(state: "StackStatus") -> str:
@@ -395,5 +441,4 @@ def worker() -> int:
     from workers.queue_worker import run_worker
 
     configure_logging(json=True)
-    run_worker(Settings.from_env(), _stop_on_signals())
-    return 0
+    return run_worker(Settings.from_env(), _stop_on_signals())

@@ -6,7 +6,8 @@ answer need nothing of the pipeline (projections/recall/) that makes it.
 The answer is one JSON line too: {"context": "..."} for a hook (the text to inject, "" for
 nothing), {"recall": {...}} for `reverie recall`, {"vectors": "<base64>"} for a request to
 `encode` (the texts' unit vectors, float32 little-endian, row after row: the service holds the
-stack's one copy of the embedding model, and the workers ask it), or {"error": "..."}. A request line holds at
+stack's one copy of the embedding model, and the workers ask it), {"status": {...}} for
+`reverie status` (schemas/status.py), or {"error": "..."}. A request line holds at
 most REQUEST_LIMIT bytes: askers send a prompt's gist (schemas/text/gist.py), not the whole of it.
 Over TCP the line comes after a handshake, with its proof (ingest/handshake.py).
 """
@@ -49,6 +50,8 @@ class RecallRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     deadline_s: float | None = None
     # set by the workers: these texts' vectors, by the stack's model, and no recall
     encode: list[str] | None = None
+    # set by `reverie status`: the stack's status (schemas/status.py), and no recall
+    status: bool = False
 
 
 Task = Literal["feature", "bugfix", "refactor", "question", "design", "debug", "unknown"]

@@ -13,10 +13,25 @@ from tests.support.captures import FIXTURES, HOOK_PAYLOADS, TRANSCRIPTS
 from tests.support.claude_code import claude_code
 from tests.support.processes import Stack
 
+# What makes a test slow, by the fixtures it asks for: each costs seconds to a minute a test.
+SLOW_FIXTURES = {
+    "stack": "boots a whole stack (reverie up)",
+    "claude": "runs the real Claude Code CLI",
+}
+
 
 def pytest_configure(config: pytest.Config) -> None:
     if not HOOK_PAYLOADS.is_dir() or not TRANSCRIPTS.is_dir():
         raise pytest.UsageError(f"the shared fixtures are missing: expected them at {FIXTURES} (../shared)")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark `slow` every test that boots real processes (marked `integration`) or asks for a slow
+    fixture: `pytest -m "not slow"` is the fast loop, and CI runs it first."""
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if item.get_closest_marker("integration") or fixtures & SLOW_FIXTURES.keys():
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from ingest.emit import append
-from projections.event_log import QUARANTINE, EventLog, Quarantined
+from projections.event_log import QUARANTINE, EventLog
 from projections.projector import Projector, replay
 from projections.store import Store, current_store
 from reverie.testing import make_event
@@ -29,6 +29,7 @@ from schemas import kinds
 from schemas.events import Event, decode_event
 from schemas.ids import new_event_id
 from schemas.settings import STREAM, Settings
+from schemas.status import Quarantined
 from tests.support.events import event
 from tests.support.processes import BIN, Stack, run_hook, wait_for
 from workers.dispatcher import Dispatcher

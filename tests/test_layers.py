@@ -45,7 +45,7 @@ def test_imports_run_one_way() -> None:
 # reads) and the shared rooms, never one another, nor the registry, the runner or the clock,
 # which import them.
 SEAM = {"workers.thinking.follower", "workers.thinking.reading"}
-SHARED = {"workers.evidence", "workers.llm", "workers.logs", "workers.redis_client"}
+SHARED = {"workers.evidence", "workers.lifeline", "workers.llm", "workers.logs", "workers.redis_client"}
 FAMILIES = {"workers.extraction", "workers.dynamics"}
 
 

@@ -10,7 +10,7 @@ from projections.recall import fabric, scoring
 from projections.recall.baseline import Spread, z_scores
 from projections.recall.fusion import reciprocal_ranks
 from projections.recall.memories import Kinship
-from projections.recall.pipeline import _by_origin
+from projections.recall.pipeline import Fusion, Table, _by_origin, cognitive, fused, scaled
 from projections.recall.tasks import classify, keywords, queries
 from projections.recall.timeframes import window
 from projections.recall.words import jaccard, word_set
@@ -99,8 +99,52 @@ def test_loose_times_are_vague_and_named_ones_are_not() -> None:
 
 
 def test_reciprocal_ranks_follow_the_scores() -> None:
-    assert reciprocal_ranks({"b": 0.2, "a": 3.0, "c": -1.0}) == {"a": 1 / 61, "b": 1 / 62, "c": 1 / 63}
-    assert reciprocal_ranks({"a": 1.0, "b": 2.0, "c": 1.0}, k=0) == {"b": 1.0, "a": 1 / 2, "c": 1 / 2}
+    assert reciprocal_ranks(np.array([0.2, 3.0, -1.0])).tolist() == [1 / 62, 1 / 61, 1 / 63]
+    assert reciprocal_ranks(np.array([1.0, 2.0, 1.0]), k=0).tolist() == [1 / 2, 1.0, 1 / 2]
+
+
+def test_reciprocal_ranks_rank_only_the_scores_among() -> None:
+    among = np.array([True, False, True])
+    assert reciprocal_ranks(np.array([1.0, 9.0, 2.0]), among).tolist() == [1 / 62, 0.0, 1 / 61]
+
+
+def _table(vague: bool = False) -> Table:
+    """Three turns in a row, a, b and c: the graph found b, c is of the time the prompt names."""
+    everywhere = np.ones(3, np.bool_)
+    graph = np.array([False, True, False])
+    return Table(
+        ["a", "b", "c"],
+        {"semantic": np.array([1.0, 0.0, -1.0]), "graph": graph.astype(np.float64)},
+        {"semantic": everywhere, "graph": graph},
+        np.array([-1, 0, 1]),
+        np.array([1, 2, -1]),
+        np.array([False, False, True]),
+        vague,
+    )
+
+
+def test_fusion_sums_the_weighted_components_and_shares_them_with_the_turns_beside() -> None:
+    fusion = Fusion(neighbour_share=0.5, timeframe=10.0, vague_timeframe=1.0, graph=2.0)
+    # a: 1 + half of b's 2; b: 2 + half of a's 1 and c's -1; c: -1 + half of b's 2, and the window
+    assert fused(_table(), fusion).tolist() == [2.0, 2.0, 10.0]
+    assert fused(_table(vague=True), fusion).tolist() == [2.0, 2.0, 1.0]
+    assert scaled(np.array([2.0, 2.0, 10.0])).tolist() == [0.0, 0.0, 1.0]
+    assert scaled(np.array([3.0, 3.0])).tolist() == [1.0, 1.0]
+
+
+def test_rank_fusion_ranks_each_component_among_what_it_found() -> None:
+    fusion = Fusion(method="rrf", k=0, timeframe=10.0)
+    # semantic ranks a, b, c; the graph found only b; the window's c comes first
+    assert fused(_table(), fusion).tolist() == [1.0, 1.5, 1 / 3 + 15.0]
+
+
+def test_cognitive_weighing_takes_numbers_and_arrays_alike() -> None:
+    assert cognitive(1.0, 1.0, 1.0) == 1.0
+    assert cognitive(0.5, 0.0, 0.0) == 0.5 * 0.75 * 0.5
+    assert cognitive(np.array([1.0, 0.5]), np.array([1.0, 0.0]), np.array([1.0, 0.0])).tolist() == [
+        1.0,
+        0.5 * 0.75 * 0.5,
+    ]
 
 
 def test_activation_grows_with_uses_and_fades_with_time() -> None:

@@ -35,7 +35,7 @@ def settled(settings: Settings, timeout: float = 600) -> tuple[int, int, int]:
 
 def injected(settings: Settings, prompt: str, cwd: str, session: str) -> str:
     """What the UserPromptSubmit hook is given for `prompt`, asked of the service as the hook asks
-    it, but with time to answer on a busy machine (the hook itself waits 0.3 s)."""
+    it, but with time to answer on a busy machine (the hook itself waits 2 s)."""
     request = {
         "hook": "UserPromptSubmit", "prompt": prompt, "project": project_of({"cwd": cwd}, {}),
         "session_id": session, "deadline_s": 10.0,

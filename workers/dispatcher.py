@@ -27,6 +27,7 @@ from projections.event_log import EventLog
 from schemas.events import Event, InvalidEvent, decode_event
 from schemas.ids import derived_event_id
 from schemas.settings import GROUP, QUEUE, STREAM, Settings
+from schemas.status import Heartbeat
 from workers.logs import quarantine_logger
 from workers.thinking import runner
 
@@ -35,14 +36,6 @@ log = structlog.get_logger("reverie.dispatcher")
 Entry = tuple[bytes, dict[bytes, bytes] | None]
 HEARTBEAT_PREFIX = "reverie:dispatcher:"
 _MIN_PAUSE_S, _MAX_PAUSE_S = 0.5, 5.0  # between tries while Redis or the disk is away
-
-
-class Heartbeat(msgspec.Struct, frozen=True):
-    consumer: str
-    pid: int
-    host: str
-    archived: int
-    at: float
 
 
 def ensure_group(client: "redis.Redis") -> None:

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, TextIO
 import structlog
 
 if TYPE_CHECKING:
-    from projections.event_log import OnQuarantine, Quarantined
+    from projections.event_log import OnQuarantine
+    from schemas.status import Quarantined
 
 _SHARED: list[structlog.typing.Processor] = [
     structlog.contextvars.merge_contextvars,

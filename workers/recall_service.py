@@ -45,8 +45,10 @@ from schemas.manifest import AFTER, CompactionManifest, WrittenAt, next_steps
 from schemas.observed import MemoryRetrieved
 from schemas.recall import REQUEST_LIMIT, RecallRequest
 from schemas.settings import Settings
+from schemas.status import StackStatus
 from workers.embedder import run_embedder
 from workers.redis_client import connect
+from workers.status import stack_status
 
 log = structlog.get_logger("reverie.recall")
 _REFRESH_S = 1.0  # how often the service looks for new memories
@@ -73,6 +75,8 @@ class RecallService:
         if request.encode is not None:  # the model alone: no snapshot, no turn to wait for
             vectors = self.recaller.encoder.encode(request.encode)
             return {"vectors": vectors.astype("<f4").tobytes()}
+        if request.status:
+            return {"status": self._status()}
         deadline = time.monotonic() + min(request.deadline_s or _DEADLINE_S, _DEADLINE_S)
         if not self.lock.acquire(timeout=max(deadline - time.monotonic(), 0.0)):
             raise Overdue("the recall service is busy with other requests")
@@ -116,6 +120,17 @@ class RecallService:
                 self._memories_changed = False
         except Exception:
             log.exception("recall.refresh_failed")  # the next tick tries again
+
+    def _status(self) -> StackStatus:
+        """The stack's status, its snapshot figures read through the service's own snapshot."""
+        with self.lock:  # a swap waits meanwhile: the reader is made of the snapshot read now
+            reader = self.recaller.memories.reader()
+        try:
+            found = stack_status(self.settings, reader)
+        finally:
+            if reader is not None:
+                reader.close()
+        return msgspec.structs.replace(found, recall_service="answering")
 
     def _session_start(self, request: RecallRequest) -> str:
         continuity = self.recaller.memories.continuity(request.project, request.session_id)

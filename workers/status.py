@@ -4,73 +4,34 @@ import os
 import socket
 from typing import Any
 
+import duckdb
 import msgspec
 import redis
 from rq import Worker
+from rq.exceptions import NoSuchJobError
 from rq.job import Job
-from rq.registry import FailedJobRegistry
+from rq.registry import FailedJobRegistry, ScheduledJobRegistry, StartedJobRegistry
 from rq.worker import BaseWorker
 
 from ingest.dead_letters import count_dead_letters
 from ingest.spool import spooled
 from projections import sql
-from projections.event_log import EventLog, Quarantined
+from projections.event_log import EventLog
 from projections.store import current_store
 from projections.vectors import MANIFEST
 from schemas.settings import GROUP, QUEUE, STREAM, Settings
-from workers.dispatcher import HEARTBEAT_PREFIX, Heartbeat
+from schemas.status import FailedJob, Heartbeat, ScheduledJob, StackStatus, WorkerState
+from workers.dispatcher import HEARTBEAT_PREFIX
 from workers.llm.config import BadSettings, llm_settings
 from workers.redis_client import connect
 from workers.supervisor import running_pid
 from workers.thinking.reading import tokens_today
-from workers.thinking.schedule import JobState, states
+from workers.thinking.schedule import states
 
 # Below this much free space (64 MiB, or 2% of a smaller disk), segments, snapshots and the
 # server's append-only file soon cannot be written: the stack holds what it has and waits
 # (nothing is lost), and says so here.
 DISK_FULL_BELOW, DISK_FULL_SHARE = 64 * 2**20, 0.02
-
-
-class WorkerState(msgspec.Struct, frozen=True):
-    name: str
-    state: str
-    last_heartbeat: str | None
-
-
-class FailedJob(msgspec.Struct, frozen=True):
-    """A job that failed every try, as RQ's failed-job registry keeps it."""
-
-    id: str
-    description: str
-    error: str  # the last line of its traceback
-    failed_at: str | None
-
-
-class StackStatus(msgspec.Struct, frozen=True, kw_only=True):
-    redis_url: str
-    reachable: bool
-    stack_pid: int | None
-    stream_length: int | None = None
-    pending: int | None = None
-    lag: int | None = None
-    spooled: int
-    dead_letters: int
-    segments: int
-    archived: int
-    quarantined: list[Quarantined] = []  # files set aside from the log, with what was kept of each
-    projections_published_at: float | None = None  # when the projector last published a snapshot
-    vectors_published_at: float | None = None  # when the embedder last published what it holds
-    dispatchers: list[Heartbeat] = []
-    workers: list[WorkerState] = []
-    failed_jobs: int = 0
-    newest_failed_jobs: list[FailedJob] = []  # the newest few, with their errors
-    disk_free: int | None = None  # bytes free for the data directory
-    disk_full: bool = False  # too little to write a segment, a snapshot, a spooled event
-    redis_write_error: str | None = None  # the server cannot write its append-only file
-    llm: str = "off"  # the LLM extractor: off, its provider, model and budget, or what is wrong
-    llm_tokens_today: int = 0  # LLM tokens spent today (UTC), as the last snapshot counts them
-    scheduled: list[JobState] = []  # memory's scheduled jobs: last and next runs, last error
-    memory_health: dict[str, Any] = {}  # the view memory_health, as the last snapshot has it
 
 
 def _group_info(client: "redis.Redis") -> dict[str, Any]:
@@ -144,6 +105,20 @@ def _failed_jobs(client: "redis.Redis", newest: int = 5) -> tuple[int, list[Fail
     return registry.count, failed
 
 
+def _scheduled_jobs(client: "redis.Redis", soonest: int = 5) -> tuple[int, list[ScheduledJob]]:
+    registry = ScheduledJobRegistry(QUEUE, connection=client)  # type: ignore[no-untyped-call]
+    ids = registry.get_job_ids(0, soonest - 1, cleanup=False)  # the soonest first
+    waiting = []
+    for job in Job.fetch_many(ids, connection=client):
+        try:
+            due = registry.get_scheduled_time(job.id) if job is not None else None
+        except NoSuchJobError:  # queued meanwhile
+            continue
+        if job is not None and due is not None:
+            waiting.append(ScheduledJob(job.id, job.description or job.func_name or job.id, due.isoformat()))
+    return registry.get_job_count(cleanup=False), waiting
+
+
 def _redis_write_error(client: "redis.Redis") -> str | None:
     """Why the server refuses writes, if it does (its disk is full)."""
     info: dict[str, Any] = client.info("persistence")
@@ -166,35 +141,37 @@ def _llm(settings: Settings) -> str:
     return f"{llm.provider}{model} ({where}), at most {llm.daily_token_budget:,} tokens a day"
 
 
-def _memory_health(settings: Settings) -> dict[str, Any]:
-    """The view memory_health's one row, by column (empty before the first snapshot)."""
+def _from_snapshot(
+    settings: Settings, snapshot: "duckdb.DuckDBPyConnection | None"
+) -> tuple[dict[str, Any], int]:
+    """The view memory_health's one row, by column, and today's LLM tokens, as the last snapshot
+    has them (empty before the first): through `snapshot`, a connection to it the caller holds,
+    else one opened here (70 ms)."""
+    if snapshot is not None:
+        return _memory_health(snapshot), tokens_today(snapshot)
     try:
         db = sql.connect(settings, snapshot_required=True)
     except (sql.NoSnapshot, sql.DamagedSnapshot):
-        return {}
+        return {}, 0
     try:
-        cursor = db.execute("SELECT * FROM memory_health")
-        row = cursor.fetchone()
-        names = [d[0] for d in cursor.description]
+        return _memory_health(db), tokens_today(db)
     finally:
         db.close()
+
+
+def _memory_health(db: "duckdb.DuckDBPyConnection") -> dict[str, Any]:
+    cursor = db.execute("SELECT * FROM memory_health")
+    row = cursor.fetchone()
+    names = [d[0] for d in cursor.description]
     return dict(zip(names, row, strict=True)) if row else {}
 
 
-def _tokens_today(settings: Settings) -> int:
-    try:
-        db = sql.connect(settings)
-    except sql.DamagedSnapshot:  # said as such by the snapshot's own line
-        return 0
-    try:
-        return tokens_today(db)
-    finally:
-        db.close()
-
-
-def stack_status(settings: Settings) -> StackStatus:
+def stack_status(settings: Settings, snapshot: "duckdb.DuckDBPyConnection | None" = None) -> StackStatus:
+    """The stack's status, read from its files, its Redis and `snapshot` (a connection to the
+    projections' last snapshot, if the caller holds one: the recall service does)."""
     event_log = EventLog(settings.event_log_dir)
     free, full = _disk(settings) or (None, False)
+    health, tokens = _from_snapshot(settings, snapshot)
     local = StackStatus(
         disk_free=free,
         disk_full=full,
@@ -209,8 +186,8 @@ def stack_status(settings: Settings) -> StackStatus:
         projections_published_at=_modified_at(_snapshot(settings)),
         vectors_published_at=_modified_at(_manifest(settings)),
         llm=_llm(settings),
-        llm_tokens_today=_tokens_today(settings),
-        memory_health=_memory_health(settings),
+        llm_tokens_today=tokens,
+        memory_health=health,
     )
     client = connect(settings, timeout=1.0)
     try:
@@ -222,6 +199,8 @@ def stack_status(settings: Settings) -> StackStatus:
         )
         write_error = _redis_write_error(client)
         failed_count, failed = _failed_jobs(client)
+        scheduled_count, waiting = _scheduled_jobs(client)
+        under_way = StartedJobRegistry(QUEUE, connection=client).get_job_count(cleanup=False)
         scheduled = states(client)
         workers = [
             WorkerState(
@@ -241,6 +220,9 @@ def stack_status(settings: Settings) -> StackStatus:
         dispatchers=beats,
         workers=workers,
         redis_write_error=write_error,
+        jobs_under_way=under_way,
+        scheduled_jobs=scheduled_count,
+        next_scheduled_jobs=waiting,
         failed_jobs=failed_count,
         newest_failed_jobs=failed,
         scheduled=scheduled,

@@ -2,7 +2,8 @@
 
 The server starts first and must answer before the others start; a process that dies is
 started again after a growing pause; SIGINT or SIGTERM stops them all at once with SIGTERM
-(SIGKILL past a grace period), and the server last, once nothing may still write to it.
+(SIGKILL past a grace period), and the server last, once nothing may still write to it. A
+supervisor killed outright takes every process it started with it at once (Linux).
 """
 
 import fcntl
@@ -19,30 +20,13 @@ import msgspec
 import structlog
 
 from schemas.settings import Settings
+from workers.lifeline import killed_with_this_process
 from workers.redis_client import is_up
 
 log = structlog.get_logger("reverie.supervisor")
 
 PID_FILE = "reverie.pid"
 STABLE_AFTER_S = 60.0  # a process that ran this long and died is restarted without delay
-
-
-def _parent_death_signal() -> Callable[[], None] | None:
-    """What a child runs before exec to get SIGTERM when this process dies, even by SIGKILL
-    (Linux's PR_SET_PDEATHSIG); None elsewhere."""
-    if sys.platform != "linux":
-        return None
-    import ctypes
-
-    prctl = ctypes.CDLL(None, use_errno=True).prctl
-    parent = os.getpid()
-
-    def arm() -> None:
-        prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-        if os.getppid() != parent:  # the supervisor died before the line above
-            os.kill(os.getpid(), signal.SIGTERM)
-
-    return arm
 
 
 class ProcessSpec(msgspec.Struct, frozen=True):
@@ -128,7 +112,12 @@ class Supervisor:
         self.children = [Child(spec) for spec in process_layout(settings, workers)]
         self.grace = grace
         self.stopping = threading.Event()
-        self.preexec = _parent_death_signal()
+        # SIGKILL, not SIGTERM, when the supervisor is killed outright: no one is left to stop the
+        # stack in order, and a child asked nicely may take seconds (a model loading holds the
+        # interpreter) or forever (a worker finishing a job without its Redis); every process of
+        # the stack survives being killed (the dispatcher acknowledges only what it archived,
+        # the projector swaps whole snapshots, a killed worker's job is tried again)
+        self.preexec = killed_with_this_process()
 
     def run(self) -> int:
         for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):

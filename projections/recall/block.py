@@ -30,17 +30,22 @@ shown only for a prompt near that question (`OPINION_FLOOR`), after everything e
 labelled as reflection (projections/recall/render.py).
 """
 
+from __future__ import annotations
+
 import re
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from itertools import pairwise
+from typing import TYPE_CHECKING
 
 import msgspec
 
 from projections.recall.tasks import identifiers
 from projections.recall.words import covered, jaccard, word_set
-from projections.vectors import Vector
 from schemas.recall import Scored
+
+if TYPE_CHECKING:  # the vectors' module loads Arrow: reflection's asker reads blocks without it
+    from projections.vectors import Vector
 
 BLOCK_FLOOR = 0.3
 ITEM_FLOOR = 0.2
@@ -72,7 +77,7 @@ _ASKS = re.compile(
 _STATES_A_RULE = re.compile(r"\b(?:always|never|from now on|toujours|jamais|désormais)\b", re.IGNORECASE)
 
 # the passages of long memories: memory id -> each chunk's text and vector
-Passages = Callable[[list[str]], dict[str, list[tuple[str, Vector]]]]
+Passages = Callable[[list[str]], "dict[str, list[tuple[str, Vector]]]"]
 # how rare a word of the prompt is among the memories (BM25's idf)
 Rarity = Callable[[str], float]
 

@@ -20,7 +20,7 @@ import math
 from collections import Counter
 from datetime import UTC, datetime
 from itertools import pairwise
-from typing import Generic, TypeVar
+from typing import Generic, NamedTuple, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -50,6 +50,16 @@ Floats = npt.NDArray[np.float64]
 
 
 GLOBAL = -1  # the project code of a memory that holds in every project
+
+
+class Bm25(NamedTuple):
+    """BM25's constants: term frequency saturation and length normalization."""
+
+    k1: float = K1
+    b: float = B
+
+
+BM25 = Bm25()
 
 
 class _Column(Generic[Item]):
@@ -99,13 +109,15 @@ class Scope:
     """The rows a recall searches (alive, in the project, in the time asked), and their BM25
     statistics, computed once for all its searches."""
 
-    def __init__(self, rows: "Rows", mask: Mask) -> None:
+    def __init__(self, rows: "Rows", mask: Mask, bm25: Bm25 = BM25) -> None:
         self.rows = rows
         self.mask = mask
         self.count = int(mask.sum())
+        self._k1 = k1 = bm25.k1
+        b = bm25.b
         lengths = rows.lengths
         average = float(lengths[mask].mean()) if self.count else 1.0
-        self._norm = K1 * (1 - B + B * lengths / max(average, 1e-9))
+        self._norm = k1 * (1 - b + b * lengths / max(average, 1e-9))
         self._turns = mask & rows.turn
         sessions = rows.session[self._turns]
         self._session_length = np.asarray(
@@ -114,7 +126,7 @@ class Scope:
         in_scope = self._session_length > 0
         self._sessions = int(in_scope.sum())
         average = float(self._session_length[in_scope].mean()) if self._sessions else 1.0
-        self._session_norm = K1 * (1 - B + B * self._session_length / max(average, 1e-9))
+        self._session_norm = k1 * (1 - b + b * self._session_length / max(average, 1e-9))
         self._bm25: dict[tuple[tuple[int, int], ...], Floats] = {}
 
     def holding(self, memory_ids: list[str]) -> list[str]:
@@ -137,7 +149,7 @@ class Scope:
             rows, counts = rows[kept], counts[kept]
             if len(rows):
                 idf = _idf(self.count, len(rows))
-                scores[rows] += times * idf * counts * (K1 + 1) / (counts + self._norm[rows])
+                scores[rows] += times * idf * counts * (self._k1 + 1) / (counts + self._norm[rows])
         return scores
 
     def session_bm25(self, text: str) -> Floats:
@@ -151,7 +163,7 @@ class Scope:
             if len(found):
                 idf = _idf(self._sessions, len(found))
                 tf = in_sessions[found]
-                scores[found] += times * idf * tf * (K1 + 1) / (tf + self._session_norm[found])
+                scores[found] += times * idf * tf * (self._k1 + 1) / (tf + self._session_norm[found])
         return scores
 
     def nearest(self, cosines: Floats, limit: int) -> RowIds:
@@ -199,9 +211,15 @@ class Rows:
         self._postings = index.postings
         self.before, self.after = _neighbours(self)
 
-    def scope(self, project: str | None, as_of: datetime | None = None, span: Window | None = None) -> Scope:
+    def scope(
+        self,
+        project: str | None,
+        as_of: datetime | None = None,
+        span: Window | None = None,
+        bm25: Bm25 = BM25,
+    ) -> Scope:
         """The live rows of `project` and the global ones (None: all), of `as_of` or before,
-        inside `span`."""
+        inside `span`, their words scored by BM25 with `bm25`'s constants."""
         mask = self.alive.copy()
         if project is not None:
             code = self.projects.get(project)
@@ -210,7 +228,7 @@ class Rows:
             mask &= self.ts <= _micros(as_of)
         if span is not None:
             mask &= (self.ts >= _micros(span.start)) & (self.ts < _micros(span.end))
-        return Scope(self, mask)
+        return Scope(self, mask, bm25)
 
     def postings(self, word: int) -> tuple[npt.NDArray[np.int32], Floats]:
         found = [part.of(word) for part in self._postings]

@@ -314,6 +314,11 @@ class Memories:
         if old is not None:
             old.close()
 
+    def reader(self) -> duckdb.DuckDBPyConnection | None:
+        """A connection of its own to the snapshot recall reads (it outlives a swap), for a reader
+        in another thread; None before the first snapshot."""
+        return self._db.cursor() if self._db is not None else None
+
     def kinship(self) -> Kinship:
         """Where the snapshot's global memories were made, and how related projects are (read
         with the snapshot: no query)."""

@@ -30,7 +30,7 @@ import time
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor, wait
 from datetime import UTC, datetime, timedelta
-from typing import Literal
+from typing import Literal, TypeVar
 
 import msgspec
 import numpy as np
@@ -40,7 +40,7 @@ from projections.recall import block, fabric, scoring
 from projections.recall.baseline import Baseline, z_scores
 from projections.recall.block import Shown
 from projections.recall.fusion import reciprocal_ranks
-from projections.recall.index import Floats, MemoryIndex, RowIds, Rows, Scope, best
+from projections.recall.index import BM25, Bm25, Floats, Mask, MemoryIndex, RowIds, Rows, Scope, best
 from projections.recall.memories import Features, Kinship, Memories
 from projections.recall.tasks import classify, keywords, queries
 from projections.recall.timeframes import window
@@ -48,10 +48,9 @@ from projections.recall.words import word_set
 from projections.vectors import Vector, Vectors
 from schemas.categories import Outcome, RememberedCategory
 from schemas.memory import Category, Network
-from schemas.recall import Query, Recall, RecallRequest, Scored, Weighting, Window
+from schemas.recall import Query, Recall, RecallRequest, Scored, Task, Weighting, Window
 from schemas.text.gist import gist
 
-Sides = tuple[str | None, str | None]  # the turns before and after a turn
 _SEMANTIC = ("semantic", "semantic_before", "semantic_around")  # the model, on the three readings
 _SESSIONS = 3  # the sessions whose best turns are candidates (1 or 3: the same on LoCoMo)
 _VECTORS_KEPT = 8  # prompts whose vectors are kept
@@ -64,7 +63,9 @@ class Fusion(msgspec.Struct, frozen=True):
 
     Each weight multiplies a component's z-score ("zscore") or its reciprocal rank ("rrf").
     The defaults were measured on LoCoMo's development split (benchmarks/locomo.py and the
-    prototype in docs/recall.md, where leaving any one component out cost 2 to 8 points of R@5).
+    prototype in docs/recall.md, where leaving any one component out cost 2 to 8 points of R@5),
+    and hold when chosen again without each of its conversations (benchmarks/locomo_cv.py: 71.5
+    R@5 and 79.5 R@10 on the conversation left out, against 71.6 and 80.0 in sample).
     """
 
     method: Literal["zscore", "rrf"] = "zscore"
@@ -95,6 +96,33 @@ class Candidates(msgspec.Struct):
     in_window: set[str]
 
 
+class Table(msgspec.Struct, frozen=True):
+    """Every candidate of one recall, in row order, and what fusion reads of each. Computing it
+    takes the model, BM25 and DuckDB; fusing it (`fused`) takes a few numpy passes over its few
+    hundred entries, under any constants: benchmarks/locomo_cv.py fuses one table per grid point."""
+
+    ids: list[str]  # the candidates
+    components: dict[str, Floats]  # each component's value for each (z-scores; the graph: 1 if found)
+    found: dict[str, Mask]  # where each component has a value (everywhere, but for the graph)
+    before: RowIds  # the place among the candidates of the turn before each (-1: none there)
+    after: RowIds  # ... and of the turn after it
+    in_window: Mask  # of the time the prompt names
+    vague: bool  # the prompt names that time loosely ("recently", "last year")
+
+
+class Prepared(msgspec.Struct, frozen=True):
+    """What recall knows of a prompt before any constant of fusion or weighting is applied."""
+
+    prompt: str  # its gist
+    rows: Rows  # the view of the index it was computed on
+    task: Task
+    asked: list[Query]
+    span: Window | None
+    query: Vector  # the prompt's vector
+    candidates: Candidates
+    table: Table
+
+
 class Overdue(TimeoutError):
     """A recall passed its deadline; nobody waits for its answer any more."""
 
@@ -114,12 +142,14 @@ class Recaller:
         memories: Memories,
         fusion: Fusion = DEFAULT_FUSION,
         depth: int = 100,
+        bm25: Bm25 = BM25,
     ) -> None:
         self.encoder = encoder
         self.index = MemoryIndex(vectors)
         self.memories = memories
         self.fusion = fusion
         self.depth = depth  # candidates each retriever hands to fusion
+        self.bm25 = bm25  # full text's constants
         self._baselines: dict[str | None, Baseline] = {}  # per project (None: all)
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="recall")
         self._vectors: dict[str, Vector] = {}  # the last prompts' vectors, oldest first
@@ -147,25 +177,17 @@ class Recaller:
         """The memories that matter for `prompt`, best first; Overdue past `deadline` (a
         time.monotonic() instant). `answers_only`: questions asked before are left out
         (block.asked_before), before the `limit` best are taken."""
-        if self.memories.follow:
-            self.refresh()
-        rows = self.index.rows
         now = now or datetime.now(UTC)
         fusion = fusion or self.fusion
-        prompt = gist(prompt)
-        said = word_set(prompt)
-        task = classify(prompt)
-        asked = queries(prompt, task)
-        span = window(prompt, as_of or now)
-        query, candidates = self._candidates(rows, prompt, asked, span, project, as_of)
-        _in_time(deadline)
-        vague = span is not None and span.vague
-        relevance, components = self._relevance(rows, query, candidates, project, fusion, vague)
+        prepared = self.prepare(prompt, project=project, as_of=as_of, now=now, deadline=deadline)
+        rows, query, candidates, table = prepared.rows, prepared.query, prepared.candidates, prepared.table
+        said = word_set(prepared.prompt)
+        fused, components = _fused(table, fusion)
+        relevance = dict(zip(table.ids, scaled(fused).tolist(), strict=True))
         relevance, factors = _by_origin(relevance, project, self.memories.kinship())
-        if factors:  # shown with the components (`--explain`)
-            components["kinship"] = factors
+        place = {m: i for i, m in enumerate(table.ids)}
         ranked = sorted(relevance, key=lambda m: -relevance[m])
-        step = max(_SHORTLIST, 3 * limit)
+        step = weighed_at_once(limit)
         scored: list[Scored] = []
         for start in range(0, len(ranked), step):  # the best first, until enough are admitted
             _in_time(deadline)
@@ -176,7 +198,7 @@ class Recaller:
                     features[m],
                     relevance[m],
                     candidates.found.get(m, ["neighbour"]),
-                    {name: round(float(values[m]), 6) for name, values in components.items() if m in values},
+                    _explained(components, table.found, place[m], factors.get(m)),
                     weighting,
                     len(candidates.named),
                     now,
@@ -184,7 +206,7 @@ class Recaller:
                 )
                 for m in ids
                 if m in features
-                and _admitted(features[m], as_of, now, network, category)
+                and admitted(features[m], as_of, now, network, category)
                 and _in_scope(features[m], outcome, agent, global_only)
                 and not _in_window(features[m], within_session)
                 and not (answers_only and block.asked_before(features[m].kind, features[m].text, said))
@@ -195,7 +217,32 @@ class Recaller:
         if dedup:
             merged = fabric.deduplicated(scored, lambda r: r.text)
             scored = [msgspec.structs.replace(r, cross_validated=twice) for r, twice in merged]
-        return Recall(prompt, task, asked, span, scored[:limit])
+        return Recall(prepared.prompt, prepared.task, prepared.asked, prepared.span, scored[:limit])
+
+    def prepare(
+        self,
+        prompt: str,
+        *,
+        project: str | None = None,
+        as_of: datetime | None = None,
+        now: datetime | None = None,
+        deadline: float | None = None,
+    ) -> Prepared:
+        """Everything recall computes of `prompt` before fusing: its gist, task and queries, the
+        time it names, its vector, the candidates and their components. The costly part of a
+        recall (the model, BM25, DuckDB's graph); Overdue past `deadline`."""
+        if self.memories.follow:
+            self.refresh()
+        rows = self.index.rows
+        prompt = gist(prompt)
+        task = classify(prompt)
+        asked = queries(prompt, task)
+        span = window(prompt, as_of or now or datetime.now(UTC))
+        query, candidates = self._candidates(rows, prompt, asked, span, project, as_of)
+        _in_time(deadline)
+        vague = span is not None and span.vague
+        table = self._table(rows, query, candidates, project, vague)
+        return Prepared(prompt, rows, task, asked, span, query, candidates, table)
 
     def answer(self, request: RecallRequest, deadline: float | None = None) -> Recall:
         """Recall as a request (from a hook or `reverie recall`) asks for it."""
@@ -269,7 +316,7 @@ class Recaller:
     ) -> tuple[Vector, Candidates]:
         """The prompt's vector and what the retrievers found: the model and DuckDB work in
         threads while numpy searches the words."""
-        scope = rows.scope(project, as_of)
+        scope = rows.scope(project, as_of, bm25=self.bm25)
         encoded = self._pool.submit(self.vector_of, asked[0].text)
         graph = self._pool.submit(self._graph, prompt)
         try:
@@ -292,7 +339,7 @@ class Recaller:
         _note(found, rows.ids[best(cosines, self.depth, in_sessions)], "session")  # their best turns
         in_window: set[str] = set()
         if span:  # the best matches among the memories of that time
-            inside = rows.scope(project, as_of, _recorded_about(span))
+            inside = rows.scope(project, as_of, _recorded_about(span), self.bm25)
             in_window.update(rows.ids[inside.nearest(cosines, self.depth)])
             in_window.update(rows.ids[inside.matching(inside.bm25(prompt), self.depth)])
             _note(found, sorted(in_window), "temporal")
@@ -303,85 +350,100 @@ class Recaller:
         named = self.memories.named_entities(prompt, keywords(prompt))
         return named, self.memories.around_entities(named, self.depth)
 
-    def _relevance(
-        self,
-        rows: Rows,
-        query: Vector,
-        candidates: Candidates,
-        project: str | None,
-        fusion: Fusion,
-        vague: bool,
-    ) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
-        """Each candidate's relevance, fused and scaled from the worst (0) to the best (1), and
-        its components. The turns next to those found are candidates too; a memory not in the
-        index yet (not embedded) is left for a later recall."""
+    def _table(
+        self, rows: Rows, query: Vector, candidates: Candidates, project: str | None, vague: bool
+    ) -> Table:
+        """The candidates and their components. The turns next to those found are candidates
+        too; a memory not in the index yet (not embedded) is left for a later recall."""
         found = np.fromiter(rows.rows_of(list(candidates.found)).values(), np.int64)
         beside = np.concatenate([rows.before[found], rows.after[found]])
         picked = np.unique(np.concatenate([found, beside[beside >= 0]]))
         ids: list[str] = rows.ids[picked].tolist()
-        sides = {
-            m: (_memory(rows, rows.before[r]), _memory(rows, rows.after[r]))
-            for m, r in zip(ids, picked, strict=True)
-        }
-        components = self._components(rows, query, picked, ids, candidates, project)
-        if fusion.method == "rrf":
-            components = {name: reciprocal_ranks(values, fusion.k) for name, values in components.items()}
-        fused = _fuse(fusion, ids, components, sides, candidates.in_window, vague)
-        high, low = max(fused.values(), default=1.0), min(fused.values(), default=0.0)
-        return {m: (f - low) / (high - low) if high > low else 1.0 for m, f in fused.items()}, components
+        components = self._components(rows, query, picked, candidates, project)
+        graph = _holding(rows, picked, candidates.graph)
+        components["graph"] = graph.astype(np.float64)
+        everywhere = np.ones(len(picked), np.bool_)
+        found_by = {name: graph if name == "graph" else everywhere for name in components}
+        in_window = _holding(rows, picked, sorted(candidates.in_window))
+        before, after = _place(picked, rows.before[picked]), _place(picked, rows.after[picked])
+        return Table(ids, components, found_by, before, after, in_window, vague)
 
     def _components(
-        self,
-        rows: Rows,
-        query: Vector,
-        picked: RowIds,
-        ids: list[str],
-        candidates: Candidates,
-        project: str | None,
-    ) -> dict[str, dict[str, float]]:
-        """Each component's value for each candidate (z-scores, but for the graph: 1 if found)."""
+        self, rows: Rows, query: Vector, picked: RowIds, candidates: Candidates, project: str | None
+    ) -> dict[str, Floats]:
+        """Each component's z-score for each candidate, but for the graph."""
         baseline = self.baseline(rows, project)
         readings = rows.readings(picked)
-        values: dict[str, dict[str, float]] = {}
+        values: dict[str, Floats] = {}
         spreads = (baseline.semantic, baseline.semantic_before, baseline.semantic_around)
         for name, spread, reading in zip(_SEMANTIC, spreads, readings, strict=True):
-            values[name] = dict(zip(ids, spread.z(query, reading).tolist(), strict=True))
+            values[name] = spread.z(query, reading)
         among = candidates.scope.mask
         total_weight = sum(weight for _, weight in candidates.fulltext) or 1.0
         fulltext = sum(
             (w * z_scores(s, among, picked) for s, w in candidates.fulltext), np.zeros(len(picked))
         )
-        values["fulltext"] = dict(zip(ids, (fulltext / total_weight).tolist(), strict=True))
+        values["fulltext"] = fulltext / total_weight
         by_session = np.zeros(rows.count)  # a turn's session's score; other memories have none
         by_session[rows.turn] = candidates.sessions[rows.session[rows.turn]]
-        values["session"] = dict(zip(ids, z_scores(by_session, among, picked).tolist(), strict=True))
-        values["graph"] = {m: 1.0 for m in candidates.graph if m in values["semantic"]}
+        values["session"] = z_scores(by_session, among, picked)
         return values
 
 
-def _fuse(
-    fusion: Fusion,
-    ids: list[str],
-    components: dict[str, dict[str, float]],
-    sides: dict[str, Sides],
-    in_window: set[str],
-    vague: bool,
-) -> dict[str, float]:
-    weights = msgspec.structs.asdict(fusion)
-    timeframe = fusion.vague_timeframe if vague else fusion.timeframe
-    relevance = {
-        m: sum(weights[name] * values.get(m, 0.0) for name, values in components.items()) for m in ids
-    }
+def fused(table: Table, fusion: Fusion) -> Floats:
+    """Each candidate's fused score under `fusion` (see `Fusion`), before scaling: a few numpy
+    passes over the table, no model, no DuckDB."""
+    return _fused(table, fusion)[0]
+
+
+def _fused(table: Table, fusion: Fusion) -> tuple[Floats, dict[str, Floats]]:
+    """The fused scores, and the components as they were summed (z-scores or reciprocal ranks)."""
+    components = table.components
+    if fusion.method == "rrf":
+        components = {n: reciprocal_ranks(v, table.found[n], fusion.k) for n, v in components.items()}
+    relevance = np.zeros(len(table.ids))
+    for name, values in components.items():  # in the order of the components, as they were summed
+        relevance = relevance + getattr(fusion, name) * values
+    timeframe = fusion.vague_timeframe if table.vague else fusion.timeframe
     if fusion.method == "rrf":  # ranks have no size to share, and the window comes first
-        boost = timeframe * max(relevance.values(), default=0.0)
-        return {m: r + (boost if m in in_window else 0.0) for m, r in relevance.items()}
-    share = fusion.neighbour_share
-    return {
-        m: relevance[m]
-        + share * sum(relevance.get(t or "", 0.0) for t in sides.get(m, ()))
-        + (timeframe if m in in_window else 0.0)
-        for m in ids
-    }
+        boost = timeframe * float(relevance.max()) if len(relevance) else 0.0
+        return relevance + np.where(table.in_window, boost, 0.0), components
+    sides = _at(relevance, table.before) + _at(relevance, table.after)
+    return relevance + fusion.neighbour_share * sides + np.where(table.in_window, timeframe, 0.0), components
+
+
+def scaled(fused: Floats) -> Floats:
+    """`fused` scaled from the worst candidate (0) to the best (1); all 1 when they are equal."""
+    if not len(fused):
+        return fused
+    high, low = float(fused.max()), float(fused.min())
+    return (fused - low) / (high - low) if high > low else np.ones(len(fused))
+
+
+def _at(values: Floats, places: RowIds) -> Floats:
+    """The values at these places, 0 where the place is -1."""
+    return np.where(places >= 0, values[np.maximum(places, 0)], 0.0)
+
+
+def _holding(rows: Rows, picked: RowIds, memory_ids: list[str]) -> Mask:
+    """Which of the `picked` rows are those of `memory_ids`."""
+    return np.isin(picked, np.fromiter(rows.rows_of(memory_ids).values(), np.int64))
+
+
+def _place(picked: RowIds, rows: RowIds) -> RowIds:
+    """The place of each of `rows` in `picked` (sorted), -1 for a row not there."""
+    if not len(picked):
+        return np.full(len(rows), -1, np.int64)
+    places = np.minimum(np.searchsorted(picked, rows), len(picked) - 1)
+    return np.where((rows >= 0) & (picked[places] == rows), places, -1)
+
+
+def _explained(
+    components: dict[str, Floats], found: dict[str, Mask], place: int, kinship: float | None
+) -> dict[str, float]:
+    """A candidate's components as `--explain` shows them, and its kinship factor if weighed."""
+    shown = {n: round(float(values[place]), 6) for n, values in components.items() if found[n][place]}
+    return shown | ({"kinship": kinship} if kinship is not None else {})
 
 
 def _by_origin(
@@ -411,10 +473,6 @@ def _similarity(rows: Rows, query: Vector, memory_id: str) -> float:
     """The model's cosine of the prompt and the memory (0 for one not in the index)."""
     row = rows.row_of.get(memory_id)
     return round(float(rows.vectors[row] @ query), 6) if row is not None else 0.0
-
-
-def _memory(rows: Rows, row: int) -> str | None:
-    return str(rows.ids[row]) if row >= 0 else None
 
 
 def _note(found: dict[str, list[str]], ids: Iterable[str], retriever: str) -> None:
@@ -449,13 +507,21 @@ def _in_scope(memory: Features, outcome: Outcome | None, agent: str | None, glob
     return not (global_only and memory.project is not None)
 
 
-def _admitted(
+def weighed_at_once(limit: int) -> int:
+    """How many candidates, the most relevant first, are weighed by strength at a time, until
+    `limit` of them are admitted."""
+    return max(_SHORTLIST, 3 * limit)
+
+
+def admitted(
     memory: Features,
     as_of: datetime | None,
     now: datetime,
     network: Network | None,
     category: Category | RememberedCategory | None,
 ) -> bool:
+    """Whether recall may answer with `memory`: of the network and category asked, and, for a
+    fact, believed now (or at `as_of`)."""
     if network is not None and memory.network != network:
         return False
     if category is not None and memory.category != category:
@@ -471,16 +537,10 @@ def _admitted(
     return known and began and not ended and not forgotten
 
 
-def _score(
-    memory: Features,
-    relevance: float,
-    sources: list[str],
-    components: dict[str, float],
-    weighting: Weighting,
-    in_context: int,
-    now: datetime,
-    similarity: float,
-) -> Scored:
+def strength_of(memory: Features, in_context: int, now: datetime) -> tuple[float, float, float, float]:
+    """How strongly a memory comes to mind now, whatever the prompt: its ACT-R activation (with
+    what spreads from the `in_context` entities the prompt names), FSRS retrievability and
+    recency, and the strength they make (0 to 1)."""
     at = now.timestamp()
     moments = [*([memory.ts.timestamp()] if memory.ts else []), *memory.uses]
     ages = [at - m for m in moments if m <= at]
@@ -493,10 +553,33 @@ def _score(
     retrievability = scoring.retrievability(days_since_use, scoring.stability_days(ages, failed))
     recency = scoring.recency(max(ages, default=0.0) / scoring.DAY_S)
     strength = 0.4 * scoring.logistic(activation) + 0.3 * retrievability + 0.3 * recency
+    return activation, retrievability, recency, strength
+
+
+Number = TypeVar("Number", float, Floats)
+
+
+def cognitive(relevance: Number, strength: Number, confidence: Number) -> Number:
+    """A memory's score by the default weighting: how well it matches comes first, strength
+    and confidence weigh it. Numbers or arrays alike (benchmarks/locomo_cv.py scores arrays)."""
+    return relevance * (0.75 + 0.25 * strength) * (0.5 + 0.5 * confidence)
+
+
+def _score(
+    memory: Features,
+    relevance: float,
+    sources: list[str],
+    components: dict[str, float],
+    weighting: Weighting,
+    in_context: int,
+    now: datetime,
+    similarity: float,
+) -> Scored:
+    activation, retrievability, recency, strength = strength_of(memory, in_context, now)
     if weighting == "fabric":
         score = fabric.weighted(relevance, recency, memory.confidence)
-    else:  # how well it matches comes first; strength and confidence weigh it
-        score = relevance * (0.75 + 0.25 * strength) * (0.5 + 0.5 * memory.confidence)
+    else:
+        score = cognitive(relevance, strength, memory.confidence)
     return Scored(
         memory.memory_id,
         memory.kind,

@@ -55,10 +55,18 @@ def add_think(commands: Commands) -> None:
     think.add_argument(
         "--now", action="store_true", help="run in this process instead of waiting for a worker to run it"
     )
+    think.add_argument(
+        "--retry-failed",
+        action="store_true",
+        help="instead, queue again every derivation that failed every try (`reverie status` counts them; "
+        "the scheduler does it hourly) and wait for a worker to run each",
+    )
     think.set_defaults(func=_think)
 
 
 def _think(args: argparse.Namespace) -> int:
     from reverie import thinking
 
+    if args.retry_failed:
+        return thinking.retry_failed()
     return thinking.think(args.job, here=args.now)

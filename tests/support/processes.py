@@ -113,6 +113,42 @@ class Stack:
         return connect(self.settings).execute(sql).fetchall()
 
 
+def stack_processes(settings: Settings) -> dict[int, str]:
+    """Every live process of the stack on `settings`' data directory, by pid, with its command
+    line: each whose environment names the directory (the supervisor, its children, theirs),
+    and the embedded server (whose title overwrites its environment). Zombies are not live."""
+    home = f"REVERIE_HOME={settings.home}".encode()
+    title = f"unixsocket:{settings.socket_path}".encode()
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            command = (entry / "cmdline").read_bytes()
+            named = home in (entry / "environ").read_bytes().split(b"\0") or title in command
+            if named and (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+                found[int(entry.name)] = command.replace(b"\0", b" ").decode(errors="replace").strip()
+        except (OSError, IndexError):
+            continue
+    return found
+
+
+def children(pid: int, command: str | None = None) -> list[int]:
+    """The live processes whose parent is `pid`, oldest first; those running `reverie
+    <command>` only, if given."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            if not entry.name.isdigit() or int(stat[1]) != pid or stat[0] == "Z":
+                continue
+            if command is None or (entry / "cmdline").read_bytes().split(b"\0")[-2:-1] == [command.encode()]:
+                found.append((int(stat[19]), int(entry.name)))
+        except (OSError, IndexError, ValueError):
+            continue
+    return [pid for _, pid in sorted(found)]
+
+
 def server_pid(settings: Settings) -> int:
     """The pid of the embedded server serving `settings` (its title names its socket)."""
     title = f"valkey-server unixsocket:{settings.socket_path}".encode()

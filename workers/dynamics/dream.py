@@ -43,7 +43,6 @@ from itertools import combinations
 import msgspec
 import networkx as nx
 import numpy as np
-from sklearn.cluster import HDBSCAN
 
 MIN_EPISODES = 5
 WINDOW_DAYS = 7
@@ -169,6 +168,9 @@ def _by_meaning(ids: Sequence[str], embeddings: Mapping[str, np.ndarray]) -> lis
     known = [i for i in ids if i in vectors and np.all(np.isfinite(vectors[i])) and np.any(vectors[i])]
     if len(known) < MIN_CLUSTER_SIZE:
         return []
+    from sklearn.cluster import HDBSCAN  # here: scikit-learn takes a second to import, and the
+    # processes that import this module's family (reflection's asker) mostly never cluster
+
     model = HDBSCAN(metric="cosine", min_cluster_size=MIN_CLUSTER_SIZE, min_samples=1, copy=False)
     labels = model.fit(np.stack([vectors[i] for i in known])).labels_
     groups: dict[int, list[str]] = {}

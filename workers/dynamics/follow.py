@@ -13,7 +13,7 @@ from projections.sql import EVENTS_BEHIND
 from schemas import kinds
 from schemas.ids import id_time_ms
 from schemas.reflection import Asked
-from workers.dynamics import communities, consolidation, decay, dream, lifecycle, reflect, session
+from workers.dynamics import consolidation, decay, dream, lifecycle, reflect, session
 from workers.llm.config import configured
 from workers.thinking.follower import Derived
 from workers.thinking.reading import Reading, tokens_today
@@ -48,6 +48,8 @@ def judgments(reading: Reading) -> Iterator[Derived]:
 
 def graph_communities(reading: Reading) -> Iterator[Derived]:
     """The communities of each project's entity graph (workers/dynamics/communities.py)."""
+    from workers.dynamics import communities  # here: networkx takes 0.16 s that reflection need not pay
+
     return communities.communities_of(reading.snapshot)
 
 

@@ -25,6 +25,7 @@ import msgspec
 
 from schemas.llm import LLMUsed, Spent
 from schemas.settings import HOOKS_OFF
+from workers.lifeline import killed_with_this_process
 from workers.llm.config import LLMSettings
 
 MAX_TOKENS = 4096
@@ -144,6 +145,7 @@ def _claude_cli(settings: LLMSettings, system: str, prompt: str, schema: dict[st
             text=True,
             timeout=settings.timeout_s,
             env={**os.environ, HOOKS_OFF: "1"},
+            preexec_fn=killed_with_this_process(),  # a work horse killed with its worker leaves no claude
         )
     except subprocess.TimeoutExpired:
         raise ProviderError(f"{settings.command} -p did not answer within {settings.timeout_s} s") from None

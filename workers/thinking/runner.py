@@ -9,8 +9,10 @@ the batch ends.
 A follower of requests is never queued: `ask` runs it where it was asked, emits what it derives
 to the stream (or the spool while the stack is down), and gives back its answer.
 
-A job that fails is tried again after 5 s and 30 s; one that failed three times stays in RQ's
-failed-job registry, which `reverie status` lists with its error. Jobs read the segments where
+A job that fails (or whose worker was killed under it) is tried again after 5 s and 30 s; one
+that failed three times stays in RQ's failed-job registry, which `reverie status` lists with its
+error, until the runner's catch-up (`retry_failed`: hourly, by the scheduler, or `reverie think
+--retry-failed`) queues it again: a derivation is never dropped. Jobs read the segments where
 the dispatcher wrote them: every worker must share the stack's data directory.
 """
 
@@ -25,14 +27,17 @@ import pyarrow.compute as pc
 import redis
 import structlog
 from rq import Queue, Retry, get_current_job
+from rq.exceptions import InvalidJobOperation
 from rq.job import Job
+from rq.registry import FailedJobRegistry
 
 from ingest.emit import Emitter
-from projections.event_log import EventLog, Quarantined, to_events
+from projections.event_log import EventLog, to_events
 from schemas.events import Event
 from schemas.kinds import SESSION_ENDED, SOURCE_WORKER
 from schemas.registry import DERIVED_KINDS
 from schemas.settings import Settings
+from schemas.status import Quarantined
 from workers.logs import quarantine_logger
 from workers.thinking.follower import Batches, Derived, Follower, SessionEnds
 from workers.thinking.reading import Reading
@@ -118,6 +123,34 @@ def enqueue(
         job_timeout=follower.timeout_s,
         description=f"{follower.name} of {_said(cause)}",
     )
+
+
+def retry_failed(queue: Queue) -> list[Job]:
+    """Queue again each derivation (a `run` job) that failed every try, as RQ's failed-job
+    registry keeps it: it emits the same events however often it runs, so running it again is
+    safe. The jobs queued again (each once, however many ask at once); one that fails again
+    is back in the registry, for the next catch-up. Two round trips to Redis a job."""
+    registry = FailedJobRegistry(queue.name, connection=queue.connection)
+    queued = []
+    for job in Job.fetch_many(registry.get_job_ids(), connection=queue.connection):
+        if job is None or job.func_name != f"{run.__module__}.{run.__name__}":
+            continue
+        try:
+            queued.append(registry.requeue(job))
+        except InvalidJobOperation:  # another catch-up queued it first
+            continue
+    if queued:
+        log.info("failed.retried", jobs=[job.description for job in queued])
+    return queued
+
+
+def retry_failed_job() -> int:
+    """The runner's catch-up, which the scheduler queues hourly: `retry_failed` on the queue it
+    runs from; how many it queued again."""
+    job = get_current_job()
+    if job is None:
+        raise RuntimeError("not in an RQ job")
+    return len(retry_failed(Queue(job.origin, connection=job.connection)))
 
 
 def dispatch(queue: Queue, segment: str, events: Sequence[tuple[str, str, str | None]]) -> None:

@@ -9,6 +9,9 @@ until the first of those minutes. HORA dreams at the same pace as its lifecycle:
 unconsolidated episodes anyway. Two schedulers (two stacks on one Redis) would enqueue each job
 twice; the jobs emit the same events either way, which the dispatcher keeps once.
 
+The same scheduler runs the runner's catch-up (`runner.retry_failed_job`, named CATCH_UP) every
+hour: each derivation that failed every try is queued again.
+
 What `reverie status` shows of them (their last and next runs, the last error) is read from what
 RQ keeps in Redis: the scheduler's registry and each job's history.
 """
@@ -17,7 +20,6 @@ import os
 import socket
 from datetime import datetime
 
-import msgspec
 import redis
 import structlog
 from rq.cron import CronScheduler, get_cron_job_ids
@@ -25,10 +27,12 @@ from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
 
 from schemas.settings import QUEUE, Settings
+from schemas.status import JobState
 from workers.redis_client import connect
 from workers.thinking import registry, runner
 
 log = structlog.get_logger("reverie.scheduler")
+CATCH_UP, CATCH_UP_CRON = "retry-failed", "50 * * * *"  # clear of the followers' minutes
 
 
 def cron_name(name: str) -> str:
@@ -47,6 +51,7 @@ def scheduler(client: redis.Redis) -> CronScheduler:
             job_timeout=each.timeout_s,
             name=cron_name(each.name),
         )
+    cron.register(runner.retry_failed_job, QUEUE, cron=CATCH_UP_CRON, name=cron_name(CATCH_UP))
     return cron
 
 
@@ -65,26 +70,19 @@ def run_scheduler(settings: Settings) -> int:
     return 0
 
 
-class JobState(msgspec.Struct, frozen=True):
-    name: str
-    cron: str
-    last_run: datetime | None
-    next_run: datetime | None
-    last_status: str | None  # RQ's: queued, started, finished, failed...
-    last_error: str | None
-
-
 def states(client: redis.Redis) -> list[JobState]:
-    """Each scheduled job's last and next runs and its last error, as RQ keeps them."""
+    """Each scheduled job's last and next runs and its last error, as RQ keeps them: the
+    followers', then the catch-up's."""
     planned: dict[str, tuple[datetime | None, datetime | None]] = {}
     for cron in CronScheduler.all(client):
         for job in cron.get_jobs():
             planned[job.name] = (job.latest_enqueue_time, job.next_enqueue_time)
+    every = [(each.name, schedule.cron) for each, schedule in registry.scheduled()]
     found = []
-    for each, schedule in registry.scheduled():
-        last, upcoming = planned.get(cron_name(each.name), (None, None))
-        status, error = _last_outcome(client, cron_name(each.name))
-        found.append(JobState(each.name, schedule.cron, last, upcoming, status, error))
+    for name, at in [*every, (CATCH_UP, CATCH_UP_CRON)]:
+        last, upcoming = planned.get(cron_name(name), (None, None))
+        status, error = _last_outcome(client, cron_name(name))
+        found.append(JobState(name, at, last, upcoming, status, error))
     return found
 
 

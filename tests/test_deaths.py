@@ -1,0 +1,323 @@
+"""A process of the stack killed outright, the supervisor or an RQ worker, at any moment: no
+process is left behind, and no job is stuck or lost."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from functools import partial
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rq import Queue
+from rq.job import JobStatus
+
+from schemas import kinds
+from schemas.ids import new_event_id
+from schemas.settings import QUEUE, Settings
+from tests.support.processes import BIN, Stack, children, run_hook, stack_processes, wait_for
+from workers.redis_client import connect, is_up
+from workers.status import stack_status
+from workers.supervisor import process_layout
+from workers.thinking import runner
+from workers.thinking.registry import named
+from workers.thinking.runner import Segment, enqueue
+from workers.thinking.schedule import CATCH_UP
+
+pytestmark = pytest.mark.integration
+
+GONE_WITHIN_S = 5.0
+TITLE = "Move the frontend to pnpm"
+ANSWER = {
+    "entities": [{"name": "pnpm", "type": "tool"}],
+    "facts": [
+        {
+            "subject": "the project", "relation": "USES", "object": "pnpm", "category": "stack",
+            "statement": "The frontend installs its packages with pnpm, not npm.", "confidence": 0.9,
+        }
+    ],
+    "episode": {"title": TITLE, "summary": "Switched to pnpm; the build passes.", "outcome": "success"},
+}  # fmt: skip
+
+
+class HeldLLM:
+    """An OpenAI-compatible model on loopback that holds the first `held` requests unanswered
+    (the job asking stays under way) until it is closed, and answers every later one well."""
+
+    def __init__(self, held: int) -> None:
+        self.requests = 0
+        self.closing = threading.Event()
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers["content-length"]))
+                fake.requests += 1
+                if fake.requests <= held:
+                    fake.closing.wait()
+                    return
+                message = {"role": "assistant", "content": json.dumps(ANSWER)}
+                usage = {"prompt_tokens": 1000, "completion_tokens": 250}
+                data = json.dumps({"choices": [{"message": message}], "usage": usage}).encode()
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def env(self) -> dict[str, str]:
+        """What the stack's environment takes to extract each session with this model."""
+        return {
+            "REVERIE_LLM_PROVIDER": "openai",
+            "REVERIE_LLM_BASE_URL": f"http://127.0.0.1:{self.server.server_address[1]}/v1",
+            "REVERIE_LLM_DAILY_TOKEN_BUDGET": "1000000",
+            "REVERIE_LLM_TIMEOUT_S": "600",
+        }
+
+    def close(self) -> None:
+        self.closing.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _held(held: int, env: dict[str, str]) -> Iterator[tuple[HeldLLM, dict[str, str]]]:
+    llm = HeldLLM(held)
+    yield llm, {**env, **llm.env()}
+    llm.close()
+
+
+@pytest.fixture
+def held_once(env: dict[str, str]) -> Iterator[tuple[HeldLLM, dict[str, str]]]:
+    yield from _held(1, env)
+
+
+@pytest.fixture
+def held_thrice(env: dict[str, str]) -> Iterator[tuple[HeldLLM, dict[str, str]]]:
+    yield from _held(3, env)
+
+
+@pytest.fixture(autouse=True)
+def reaped(settings: Settings) -> Iterator[None]:
+    """Whatever a failing test leaves of its stack is killed after it."""
+    yield
+    for pid in stack_processes(settings):
+        os.kill(pid, signal.SIGKILL)
+
+
+def _session(env: dict[str, str], session: str) -> None:
+    """A session through the hooks, start to end: the end has a worker extract it."""
+    for event, extra in [
+        ("SessionStart", {"source": "startup"}),
+        ("UserPromptSubmit", {"prompt": "switch the frontend to pnpm, npm keeps breaking"}),
+        ("SessionEnd", {"reason": "exit"}),
+    ]:
+        body = {"hook_event_name": event, "session_id": session, "cwd": "/tmp", **extra}
+        assert run_hook(json.dumps(body).encode(), env).returncode == 0
+
+
+def _asked(llm: HeldLLM, times: int) -> bool:
+    return llm.requests == times
+
+
+def _episodes(stack: Stack) -> int:
+    """How many of the archived episodes the model gave."""
+    episodes = f"kind = '{kinds.EPISODE_RECORDED}' and payload->>'title' = '{TITLE}'"
+    [(count,)] = stack.query(f"select count(*) from events where {episodes}")
+    return int(count)
+
+
+def _none_left(settings: Settings, when: str) -> None:
+    """Await every process of the stack gone, within GONE_WITHIN_S of the supervisor's kill."""
+    try:
+        wait_for(lambda: not stack_processes(settings), timeout=GONE_WITHIN_S, what="no process left")
+    except AssertionError:
+        left = stack_processes(settings)
+        raise AssertionError(f"the supervisor killed {when} left {left}") from None
+
+
+def _kill(process: "subprocess.Popen[bytes]") -> None:
+    process.kill()
+    process.wait()
+
+
+def _up(env: dict[str, str], settings: Settings) -> "subprocess.Popen[bytes]":
+    with open(os.path.join(settings.home, "up.log"), "ab") as log:
+        return subprocess.Popen([str(BIN), "up"], env=env, stdout=log, stderr=log)
+
+
+def _killed_once_started(env: dict[str, str], settings: Settings, started: int, registered: bool) -> None:
+    """Start a stack, and kill its supervisor once `started` processes started (and the
+    worker `registered`, if asked); its processes are all gone soon after."""
+    supervisor = _up(env, settings)
+    wait_for(lambda: len(children(supervisor.pid)) >= started, timeout=60, what=f"{started} processes")
+    if registered:
+        wait_for(lambda: stack_status(settings).workers, timeout=60, what="the worker registered")
+    _kill(supervisor)
+    _none_left(
+        settings, f"once {started} processes started" + (" and the worker registered" if registered else "")
+    )
+
+
+def test_the_supervisor_killed_while_the_stack_starts_leaves_no_process(
+    env: dict[str, str], settings: Settings
+) -> None:
+    # at each step of the start: before any process, after each one started, and once the
+    # worker registered, while it and the embedder load their model; three times over (a kill
+    # lands a little earlier or later in a process's start each time)
+    every = len(process_layout(settings))
+    for _ in range(3):
+        for started in range(every + 1):
+            _killed_once_started(env, settings, started, registered=False)
+        _killed_once_started(env, settings, every, registered=True)
+
+
+def test_the_supervisor_killed_during_a_job_leaves_no_process(
+    held_once: tuple[HeldLLM, dict[str, str]], settings: Settings
+) -> None:
+    llm, env = held_once
+    stack = Stack(env, settings).start()
+    _session(env, "during-a-job")
+    wait_for(lambda: llm.requests >= 1, timeout=90, what="the session's extraction under way")
+    assert stack.process is not None
+    _kill(stack.process)
+    _none_left(settings, "while a worker ran a job")
+
+
+def test_the_supervisor_killed_while_claude_p_extracts_leaves_no_process(
+    env: dict[str, str], settings: Settings, tmp_path: Path
+) -> None:
+    claude = tmp_path / "claude"  # what `claude -p` does here: says it started, then thinks forever
+    claude.write_text(f"#!/bin/sh\ntouch {tmp_path / 'asked'}\nexec sleep 600\n")
+    claude.chmod(0o755)
+    llm = {"REVERIE_LLM_PROVIDER": "claude-cli", "REVERIE_LLM_COMMAND": str(claude)}
+    env = {**env, **llm, "REVERIE_LLM_DAILY_TOKEN_BUDGET": "1000000", "REVERIE_LLM_TIMEOUT_S": "600"}
+    stack = Stack(env, settings).start()
+    _session(env, "claude-p")
+    wait_for(lambda: (tmp_path / "asked").exists(), timeout=90, what="claude -p asked, by a work horse")
+    assert stack.process is not None
+    _kill(stack.process)
+    _none_left(settings, "while a work horse waited for claude -p")
+
+
+@pytest.mark.parametrize("exited", [0, 2])
+def test_the_supervisor_killed_while_it_stops_the_stack_leaves_no_process(
+    env: dict[str, str], settings: Settings, exited: int
+) -> None:
+    stack = Stack(env, settings).start()
+    assert stack.process is not None
+    supervisor = stack.process.pid
+    running = len(children(supervisor))
+    stack.process.terminate()  # it stops its processes one by one, the last started first
+    wait_for(lambda: len(children(supervisor)) <= running - exited, timeout=60, what=f"{exited} stopped")
+    _kill(stack.process)
+    _none_left(settings, f"while it stopped the stack, {exited} processes stopped")
+
+
+def _worker(stack: Stack) -> int:
+    """The pid of the stack's one RQ worker (not its work horse, nor its scheduler)."""
+    assert stack.process is not None
+    supervisor = stack.process.pid
+    workers: list[int] = wait_for(lambda: children(supervisor, "worker"), timeout=60, what="a worker")
+    return workers[0]
+
+
+def test_a_job_a_killed_worker_held_runs_again_within_a_minute(
+    held_once: tuple[HeldLLM, dict[str, str]], settings: Settings
+) -> None:
+    llm, env = held_once
+    stack = Stack(env, settings).start()
+    _session(env, "killed-worker")
+    wait_for(lambda: llm.requests == 1, timeout=90, what="the session's extraction under way")
+    os.kill(_worker(stack), signal.SIGKILL)  # its work horse and its scheduler die with it
+    wait_for(lambda: llm.requests == 2, timeout=60, what="the extraction run again")
+    wait_for(lambda: _episodes(stack) == 1, timeout=60, what="the episode the model gave, archived")
+    assert stack_status(settings).failed_jobs == 0
+    stack.stop()
+
+
+def test_a_job_killed_on_every_try_is_shown_failed_and_retried_not_lost(
+    held_thrice: tuple[HeldLLM, dict[str, str]], settings: Settings
+) -> None:
+    llm, env = held_thrice
+    stack = Stack(env, settings).start()
+    _session(env, "killed-thrice")
+    for tried in (1, 2, 3):
+        wait_for(partial(_asked, llm, tried), timeout=90, what=f"try {tried} under way")
+        os.kill(_worker(stack), signal.SIGKILL)
+        if tried == 2:  # tried again after 30 s: meanwhile status says so
+            waiting = wait_for(lambda: stack_status(settings).next_scheduled_jobs, timeout=60, what="a retry")
+            assert waiting[0].description == "episodes of session killed-thrice"
+    failed = wait_for(lambda: stack_status(settings).newest_failed_jobs, timeout=60, what="the job failed")
+    assert failed[0].description == "episodes of session killed-thrice"
+    said = subprocess.run([str(BIN), "status"], env=env, capture_output=True, text=True, timeout=60).stdout
+    assert "reverie think --retry-failed" in " ".join(said.split())
+
+    retried = subprocess.run(
+        [str(BIN), "think", "--retry-failed"], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert retried.returncode == 0, retried.stderr
+    assert "1 failed derivation queued again: 1 finished" in retried.stdout
+    wait_for(lambda: _episodes(stack) == 1, timeout=60, what="the episode the model gave, archived")
+    assert (llm.requests, stack_status(settings).failed_jobs) == (4, 0)
+    stack.stop()
+
+
+def _idle(settings: Settings) -> bool:
+    workers = stack_status(settings).workers
+    return bool(workers) and "idle" in workers[0].state
+
+
+# a worker run by hand, with no supervisor: it waits 3 s for its Redis, not GONE_AFTER_S
+_WORKER = (
+    "import sys, threading; from schemas.settings import Settings; "
+    "from workers.queue_worker import run_worker; "
+    "sys.exit(run_worker(Settings.from_env(), threading.Event(), gone_after_s=3.0))"
+)
+
+
+@pytest.mark.parametrize("lost", ["at work", "before it came"])
+def test_a_worker_exits_once_its_redis_is_gone_for_good(
+    env: dict[str, str], settings: Settings, lost: str
+) -> None:
+    server = subprocess.Popen([str(BIN), "server"], env=env)
+    wait_for(lambda: is_up(settings), timeout=30, what="the server")
+    if lost == "before it came":
+        _kill(server)
+    worker = subprocess.Popen([sys.executable, "-c", _WORKER], env=env)
+    if lost == "at work":
+        wait_for(lambda: _idle(settings), timeout=90, what="the worker waiting for jobs")
+        _kill(server)
+    assert worker.wait(timeout=60) == 1
+    wait_for(lambda: not stack_processes(settings), timeout=GONE_WITHIN_S, what="its scheduler gone too")
+
+
+def test_the_hourly_catch_up_queues_a_failed_derivation_again(stack: Stack) -> None:
+    client = connect(stack.settings)
+    queue = Queue(QUEUE, connection=client)
+    elsewhere = os.path.join(stack.settings.home, "another-machine", "seg-0.parquet")  # fails every try
+    job = enqueue(queue, named("extract"), Segment(elsewhere, [new_event_id()]), retry_after_s=[1, 1])
+    wait_for(lambda: job.get_status(refresh=True) == JobStatus.FAILED, timeout=60, what="the job failed")
+    job.refresh()  # type: ignore[no-untyped-call]
+    failed_at = job.ended_at
+    assert failed_at is not None
+
+    def tried_again() -> bool:
+        job.refresh()  # type: ignore[no-untyped-call]
+        return job.is_failed and job.ended_at is not None and job.ended_at > failed_at
+
+    queue.enqueue(runner.retry_failed_job)  # what the scheduler does at 50 past each hour
+    wait_for(tried_again, timeout=60, what="the job tried once more, and failed again")
+    [planned] = [s for s in stack_status(stack.settings).scheduled if s.name == CATCH_UP]
+    assert planned.cron == "50 * * * *" and planned.next_run is not None
