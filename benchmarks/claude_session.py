@@ -1,9 +1,11 @@
 """What reverie adds to a real Claude Code session: `claude -p` (the real CLI, pinned) runs one
 Bash command for a scripted model on loopback, in a scratch HOME without reverie, in one where
-`reverie install claude-code` put its hooks and MCP server (a stack running), and in one where
-only its hooks stay (the MCP server taken out), interleaved. Each session is timed by the
-operating system's accounting (wait4: CPU of the CLI, its hooks and its MCP server) and by the
-wall clock. Prints one JSON line: medians in milliseconds and what reverie adds.
+`reverie install claude-code` put its hooks and the running stack's MCP server (over HTTP), in
+one where it was installed before the stack ran (the MCP server `reverie mcp`, on stdio, started
+by each session), and in one where only its hooks stay (the MCP server taken out), interleaved.
+Each session is timed by the operating system's accounting (wait4: CPU of the CLI, its hooks and
+a stdio MCP server; not the stack's) and by the wall clock. Prints one JSON line: medians in
+milliseconds and what reverie adds.
 
     python benchmarks/claude_session.py [--runs 10]
 """
@@ -22,6 +24,7 @@ from typing import Any
 # the checkout's root: the real Claude Code CLI and the fake model are the tests' (tests/support/)
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from reverie.mcp_endpoint import served
 from schemas.settings import Settings
 from tests.support.claude_code import (
     Block,
@@ -51,6 +54,12 @@ def session(claude: str, home: str, project: str, env: dict[str, str]) -> tuple[
     return wall, (usage.ru_utime + usage.ru_stime) * 1000
 
 
+def install(reverie: list[str], env: dict[str, str], home: str, project: str) -> None:
+    """`reverie install claude-code` into `home`, from `project`."""
+    command = [*reverie, "install", "claude-code"]
+    subprocess.run(command, env={**env, "HOME": home}, cwd=project, check=True, capture_output=True)
+
+
 def without_mcp(home: str) -> None:
     """Take the MCP server out of what `reverie install` wrote in `home`: its hooks alone stay."""
     path = os.path.join(home, ".claude.json")
@@ -69,9 +78,9 @@ def main() -> None:
     args = parser.parse_args()
     claude = claude_code()
     base = tempfile.mkdtemp(prefix="rv-session-")
-    names = ("plain", "reverie", "hooks", "orders", "data")
-    plain, with_reverie, hooks_only, project, data = (os.path.join(base, n) for n in names)
-    for folder in (plain, with_reverie, hooks_only, project):
+    names = ("plain", "reverie", "stdio", "hooks", "orders", "data")
+    plain, with_reverie, stdio, hooks_only, project, data = (os.path.join(base, n) for n in names)
+    for folder in (plain, with_reverie, stdio, hooks_only, project):
         os.makedirs(folder)
     subprocess.run(["git", "init", "-q", project], check=True)
     model = FakeMessagesAPI(scripted)
@@ -80,15 +89,20 @@ def main() -> None:
     env |= {"CLAUDE_CODE_MAX_RETRIES": "0", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
     reverie = [sys.executable, "-m", "reverie"]
     try:
+        install(reverie, env, stdio, project)  # no stack yet: the stdio server
         subprocess.run([*reverie, "up", "--detach"], env=env, check=True, capture_output=True)
         deadline = time.monotonic() + 120
-        while not os.path.exists(Settings(data).recall_socket_path) and time.monotonic() < deadline:
+        settings = Settings(data)
+        while time.monotonic() < deadline and not (
+            os.path.exists(settings.recall_socket_path) and served(settings, {})
+        ):
             time.sleep(0.1)
         for home in (with_reverie, hooks_only):
-            installing = {**env, "HOME": home}
-            subprocess.run([*reverie, "install", "claude-code"], env=installing, cwd=project, check=True)
+            install(reverie, env, home, project)
         without_mcp(hooks_only)
-        homes = {"without": plain, "with": with_reverie, "hooks_only": hooks_only}
+        with open(os.path.join(with_reverie, ".claude.json")) as f:
+            assert json.load(f)["mcpServers"]["reverie"]["type"] == "http"
+        homes = {"without": plain, "with": with_reverie, "stdio": stdio, "hooks_only": hooks_only}
         for home in homes.values():  # warm the page cache, every way
             session(claude, home, project, env)
         times: dict[str, list[tuple[float, float]]] = {name: [] for name in homes}
@@ -103,10 +117,10 @@ def main() -> None:
     for name, runs in times.items():
         result[f"{name}_reverie_wall_p50_ms"] = round(statistics.median(w for w, _ in runs), 1)
         result[f"{name}_reverie_cpu_p50_ms"] = round(statistics.median(c for _, c in runs), 1)
+    labels = {"with": "added", "stdio": "added_with_stdio_mcp", "hooks_only": "added_by_hooks_alone"}
     for measure, i in (("wall", 0), ("cpu", 1)):
-        for name in ("with", "hooks_only"):
+        for name, label in labels.items():
             added = [w[i] - wo[i] for w, wo in zip(times[name], times["without"], strict=True)]
-            label = "added" if name == "with" else "added_by_hooks_alone"
             result[f"{label}_{measure}_pairs_median_ms"] = round(statistics.median(added), 1)
     print(json.dumps(result))
 

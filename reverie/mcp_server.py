@@ -1,7 +1,7 @@
-"""`reverie mcp`: reverie's MCP server, on stdio, for the Claude Code `reverie install` set up.
+"""reverie's MCP tools, and the server that holds them, for Claude Code.
 
-Six tools, each answered for the project of the folder Claude Code starts the server in
-(memories that hold everywhere included; no other project's):
+Six tools, each answered for one project (memories that hold everywhere included; no other
+project's):
 
 - memory_recall: the memories that matter for a query, tagged by where they were found;
 - memory_remember: remember a decision, a way that worked or an anti-pattern, for an agent or
@@ -12,30 +12,33 @@ Six tools, each answered for the project of the folder Claude Code starts the se
 - memory_forget: hide a memory from recall (an event: nothing is deleted);
 - memory_why: where a fact, an entity or an episode comes from, down to the transcript's line.
 
-It starts in well under a second (the SDK's import is most of it): it loads no model, and
-asks the warm recall service (`reverie up` runs it); only when that is down does a recall load
-the model here, once.
+Two ways serve them. `reverie mcp` (reverie/mcp_stdio.py) is a session's own process on stdio:
+its project is the folder Claude Code starts it in. `reverie mcp --http` (reverie/mcp_http.py)
+is the stack's, one process for every session over Streamable HTTP: each call names its project
+(`Where`), from the URL `reverie install` wrote or the client's roots. Either loads no model:
+recall asks the warm recall service (`reverie up` runs it); only the stdio server, when that is
+down, loads the model itself, once.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: the SDK reads each tool's annotations, and the
+# resolver a tool's `place` names is a local of the tool's factory, which a string cannot name.
 import functools
 import inspect
 import os
 import typing
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Annotated, Any, NamedTuple
+from urllib.parse import unquote, urlsplit
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, ListRoots, MCPServer, Resolve
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ListRootsResult
 from pydantic import Field
 from pydantic.fields import FieldInfo
 
-from reverie import remembering
 from schemas import kinds
 from schemas.categories import Outcome, RememberedCategory
 from schemas.memory import Category, Network
-from schemas.recall import RecallRequest
 from schemas.settings import Settings
 
 INSTRUCTIONS = """\
@@ -54,24 +57,90 @@ _TAGS = {
 DEFAULT_BUDGET = 4000
 
 
-def build(settings: Settings, project: str, root: str | None = None) -> MCPServer:
-    """The server, its tools bound to `settings` and `project` (the worktree `root` it runs in
-    names the project's disposition, `.reverie.toml`)."""
+class Place(NamedTuple):
+    """The project a call answers for, and the worktree `root` it comes from (which names the
+    project's disposition, `.reverie.toml`), if known."""
+
+    project: str
+    root: str | None
+
+
+# A resolver the SDK runs before each tool (mcp.server.mcpserver.resolve): the call's Place.
+Where = Callable[..., Place]
+
+
+def here(place: Place) -> Where:
+    """Every call answers for `place` (the stdio server's: its folder's)."""
+
+    def fixed() -> Place:
+        return place
+
+    return fixed
+
+
+def asked() -> Where:
+    """Each call answers for the folder its request names: `?root=FOLDER` in the URL (what
+    `reverie install` writes for one project), else the client's first `file://` root, asked of
+    the client (Claude Code answers with the folder it runs in). A client that names neither is
+    told so (a ToolError), never answered for some other project."""
+
+    def requested(ctx: Context) -> Place | ListRoots:
+        request = ctx.request_context.request
+        params = getattr(request, "query_params", None)
+        root = params.get("root") if params is not None else None
+        if root:
+            return folder_place(root)
+        capabilities = ctx.client_capabilities
+        if capabilities is None or capabilities.roots is None:
+            raise ToolError(
+                "which project? this server answers for the folder the client names: add "
+                "?root=FOLDER to its URL, or use a client that shares its roots"
+            )
+        return ListRoots()
+
+    def place(answer: Annotated[Place | ListRootsResult, Resolve(requested)]) -> Place:
+        if isinstance(answer, Place):
+            return answer
+        for root in answer.roots:
+            found = urlsplit(str(root.uri))
+            if found.scheme == "file" and found.netloc in ("", "localhost"):
+                return folder_place(unquote(found.path))
+        raise ToolError("which project? the client shared no folder (no file:// root)")
+
+    return place
+
+
+def folder_place(folder: str) -> Place:
+    """The project of `folder` as the hooks name it (ingest/project.py); ToolError unless it is
+    an absolute path to a folder."""
+    from ingest.project import identify
+
+    if not os.path.isabs(folder) or not os.path.isdir(folder):
+        raise ToolError(f"which project? {folder!r} is not a folder on this machine")
+    project, root = identify(os.path.realpath(folder))
+    return Place(project, root or None)
+
+
+def build(settings: Settings, where: Where, warm_only: bool = False) -> MCPServer:
+    """The server, its tools bound to `settings` and answering for the Place `where` gives each
+    call. `warm_only`: recall asks the warm service and never loads the model here (the stack's
+    server: a model in it would stay for its life)."""
     server = MCPServer("reverie", instructions=INSTRUCTIONS)
     for tool in (
-        _recall_tool(settings, project),
-        _remember_tool(settings, project),
-        _reflect_tool(settings, project, root),
-        _timeline_tool(settings, project),
-        _forget_tool(settings, project),
-        _why_tool(settings, project),
+        _recall_tool(settings, where, warm_only),
+        _remember_tool(settings, where),
+        _reflect_tool(settings, where, warm_only),
+        _timeline_tool(settings, where),
+        _forget_tool(settings, where),
+        _why_tool(settings, where),
     ):
         server.add_tool(tool)
     return server
 
 
-def _recall_tool(settings: Settings, project: str) -> Callable[..., str]:
+def _recall_tool(settings: Settings, where: Where, warm_only: bool) -> Callable[..., str]:
     def memory_recall(
+        place: Annotated[Place, Resolve(where)],
         query: Annotated[str, Field(description="what to remember about: a question, a task, an error")],
         type: Annotated[Network | None, Field(description="one network of memory only")] = None,
         category: Annotated[
@@ -82,15 +151,20 @@ def _recall_tool(settings: Settings, project: str) -> Callable[..., str]:
     ) -> str:
         """The memories that matter for `query`, best first, each with its id and where it was
         found ([VECTOR], [FULL-TEXT], [GRAPH], [TIME]; [CROSS-REF] when two said the same)."""
-        request = RecallRequest(prompt=query, project=project, network=type, category=category, dedup=True)
-        return _listed(_recall(settings, request), budget)
+        from schemas.recall import RecallRequest
+
+        request = RecallRequest(
+            prompt=query, project=place.project, network=type, category=category, dedup=True
+        )
+        return _listed(_recall(settings, request, warm_only), budget)
 
     return memory_recall
 
 
-def _remember_tool(settings: Settings, project: str) -> Callable[..., str]:
+def _remember_tool(settings: Settings, where: Where) -> Callable[..., str]:
     @_by_alias
     def memory_remember(
+        place: Annotated[Place, Resolve(where)],
         text: Annotated[str, Field(description="what to remember, in a sentence or two")],
         category: Annotated[
             RememberedCategory | None, Field(description="its topic (told from the text when not given)")
@@ -104,11 +178,13 @@ def _remember_tool(settings: Settings, project: str) -> Callable[..., str]:
         ] = False,
     ) -> str:
         """Remember `text` for later sessions of this project (or of every project)."""
+        from reverie import remembering
+
         try:
             done = remembering.remember(
                 settings,
                 text,
-                project=project,
+                project=place.project,
                 source=kinds.SOURCE_MCP,
                 category=category,
                 outcome=outcome,
@@ -117,49 +193,60 @@ def _remember_tool(settings: Settings, project: str) -> Callable[..., str]:
             )
         except ValueError as e:
             raise ToolError(str(e)) from None
-        where = "every project" if global_ else "this project"
+        scope = "every project" if global_ else "this project"
         cut = f" (cut to {remembering.TEXT_LIMIT} characters)" if done.cut else ""
         later = (
             "; the stack is down: it is kept and delivered once it runs" if done.went_to == "spool" else ""
         )
-        return f"Remembered as {done.category} for {where}{cut}: {done.event_id}{later}"
+        return f"Remembered as {done.category} for {scope}{cut}: {done.event_id}{later}"
 
     return memory_remember
 
 
-def _reflect_tool(settings: Settings, project: str, root: str | None) -> Callable[..., str]:
-    def memory_reflect(query: Annotated[str, Field(description="the question to reflect on")]) -> str:
+def _reflect_tool(settings: Settings, where: Where, warm_only: bool) -> Callable[..., str]:
+    def memory_reflect(
+        place: Annotated[Place, Resolve(where)],
+        query: Annotated[str, Field(description="the question to reflect on")],
+    ) -> str:
         """An opinion on `query` from what memory holds, with its confidence and the evidence for
         and against it (contradictions surfaced); recorded, and revised as evidence changes."""
         from reverie.recalling import RecallFailed
         from reverie.reflecting import BadDisposition, reflection, shown
 
         try:
-            return shown(reflection(settings, query, project, kinds.SOURCE_MCP, root=root))
+            formed = reflection(
+                settings, query, place.project, kinds.SOURCE_MCP, root=place.root, load_model=not warm_only
+            )
         except (RecallFailed, BadDisposition) as e:
             raise ToolError(str(e)) from None
+        return shown(formed)
 
     return memory_reflect
 
 
-def _timeline_tool(settings: Settings, project: str) -> Callable[..., str]:
+def _timeline_tool(settings: Settings, where: Where) -> Callable[..., str]:
     def memory_timeline(
+        place: Annotated[Place, Resolve(where)],
         entity: Annotated[str, Field(description="an entity's name (a file, a tool, a library...) or id")],
     ) -> str:
         """Everything that happened to an entity, oldest first: first seen, facts, ends, signals."""
-        return timeline(settings, entity, project)
+        return timeline(settings, entity, place.project)
 
     return memory_timeline
 
 
-def _forget_tool(settings: Settings, project: str) -> Callable[..., str]:
+def _forget_tool(settings: Settings, where: Where) -> Callable[..., str]:
     def memory_forget(
+        place: Annotated[Place, Resolve(where)],
         id: Annotated[str, Field(description="the memory's id, as memory_recall shows it")],
         reason: Annotated[str, Field(description="why it is wrong or no longer useful")],
     ) -> str:
-        """Hide a memory from recall. Nothing is deleted: the request is an event, kept with its reason."""
+        """Hide a memory from recall. Nothing is deleted: the request is an event, kept with its
+        reason. An id no memory of this project has is an error."""
+        from reverie import remembering
+
         try:
-            done = remembering.forget(settings, id, reason, project=project, source=kinds.SOURCE_MCP)
+            done = remembering.forget(settings, id, reason, project=place.project, source=kinds.SOURCE_MCP)
         except ValueError as e:
             raise ToolError(str(e)) from None
         return f"Forgotten: {id} is hidden from recall from now on (event {done.event_id})"
@@ -167,21 +254,22 @@ def _forget_tool(settings: Settings, project: str) -> Callable[..., str]:
     return memory_forget
 
 
-def _why_tool(settings: Settings, project: str) -> Callable[..., str]:
+def _why_tool(settings: Settings, where: Where) -> Callable[..., str]:
     def memory_why(
+        place: Annotated[Place, Resolve(where)],
         id: Annotated[str, Field(description="a memory's id, as memory_recall shows it, or an entity's")],
     ) -> str:
         """Where a memory comes from: the derived events that made and changed it, and the
         events and transcript lines they came from (JSON)."""
+        import msgspec
+
         from projections.sql import NoSnapshot
         from reverie.explaining import Unknown, why
 
         try:
-            answer = why(settings, id, project)
+            answer = why(settings, id, place.project)
         except (Unknown, NoSnapshot) as e:
             raise ToolError(str(e)) from None
-        import msgspec
-
         return msgspec.json.encode(answer).decode()
 
     return memory_why
@@ -205,11 +293,11 @@ def _by_alias(tool: Callable[..., str]) -> Callable[..., str]:
     return call
 
 
-def _recall(settings: Settings, request: RecallRequest) -> Any:
+def _recall(settings: Settings, request: Any, warm_only: bool) -> Any:
     from reverie.recalling import RecallFailed, find
 
     try:
-        return find(settings, request)
+        return find(settings, request, load_model=not warm_only)
     except RecallFailed as e:
         raise ToolError(f"recall failed: {e}") from None
 
@@ -255,11 +343,3 @@ def timeline(settings: Settings, entity: str, project: str) -> str:
     return "\n".join(
         f"{at:%Y-%m-%d %H:%M} {what}: {detail or name}" for name, at, what, detail in happened if at
     )
-
-
-def serve() -> int:
-    """`reverie mcp`: serve on stdin and stdout until the client goes."""
-    settings = Settings.from_env()
-    project, root = remembering.current_place(dict(os.environ))
-    build(settings, project, root or None).run("stdio")
-    return 0

@@ -18,10 +18,15 @@ if TYPE_CHECKING:
 _SERVICE_DEADLINE_S = 10.0
 
 
-def find(settings: Settings, request: RecallRequest) -> Recall:
+def find(settings: Settings, request: RecallRequest, load_model: bool = True) -> Recall:
     """Recall as `request` asks: from the warm service if it runs, else here (the model loads
-    once per process, in seconds). RecallFailed if the service says why it could not."""
-    return msgspec.convert(_ask_service(settings, request) or _in_process(settings, request), Recall)
+    once per process, in seconds), unless not `load_model` (a process that must stay small, the
+    stack's MCP server). RecallFailed if the service says why it could not, or does not answer
+    and the model may not load."""
+    answer = _ask_service(settings, request)
+    if answer is None and not load_model:
+        raise RecallFailed("the recall service is not answering (is the stack up?): try again in a moment")
+    return msgspec.convert(answer or _in_process(settings, request), Recall)
 
 
 def recall(request: RecallRequest, fmt: str, explain: bool) -> int:

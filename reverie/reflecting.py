@@ -27,17 +27,23 @@ __all__ = ["BadDisposition", "reflect_command", "reflection", "shown"]
 
 
 def reflection(
-    settings: Settings, query: str, project: str, source: str, root: str | None = None
+    settings: Settings,
+    query: str,
+    project: str,
+    source: str,
+    root: str | None = None,
+    load_model: bool = True,
 ) -> Reflection:
     """The opinion memory forms on `query` in `project`, recorded (see the module's docstring),
-    shaped by the disposition of the worktree `root` (by default the project, if it is a folder)."""
+    shaped by the disposition of the worktree `root` (by default the project, if it is a folder);
+    `load_model` as `find` takes it."""
     shaped = disposition(root if root is not None else project if os.path.isabs(project) else None)
     try:
         llm_settings(settings)
     except BadSettings as e:
         err.print(f"the LLM is misconfigured, so the evidence alone speaks: {e}")
     request = RecallRequest(prompt=query, project=project, limit=_EVIDENCE, dedup=True, answers_only=True)
-    found = find(settings, request)
+    found = find(settings, request, load_model)
     asked = Asked(query=query, project=project, evidence=list(found.results), disposition=shaped)
     formed, _ = ask("reflect", asked, settings, source)
     if not isinstance(formed, Reflection):

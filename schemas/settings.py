@@ -13,6 +13,9 @@ Standard library only: the hook imports this on every call.
   (tcp://127.0.0.1:7377: a compose stack's, published on the host), and the token both ends prove
   they hold, never sending it (ingest/handshake.py); REVERIE_RECALL_LISTEN (host:port) has the
   service listen there too, the token required.
+- REVERIE_MCP_LISTEN, REVERIE_MCP_TOKEN, REVERIE_MCP_URL: where the stack's MCP server listens
+  over HTTP, the token it asks for, and (for `reverie install`) one elsewhere; unset, it listens
+  on loopback, on a port and with a token kept in `$REVERIE_HOME/mcp.json` (reverie/mcp_endpoint.py).
 - REVERIE_HOOKS_OFF: set (to anything but empty) to make `reverie hook` exit at once, recording
   nothing: reverie sets it for the Claude Code it runs itself (`claude -p` extraction), so that
   run is never recorded and never recurses into extraction.
@@ -193,6 +196,11 @@ class Settings:
     def connection_file(self) -> str:
         """Where the secrets for reaching a stack elsewhere are kept (see the module's docstring)."""
         return self._path(CONNECTION_FILE)
+
+    @property
+    def mcp_file(self) -> str:
+        """Where the stack's MCP server keeps its port and token (reverie/mcp_endpoint.py)."""
+        return self._path("mcp.json")
 
     @property
     def redis_shown(self) -> str:

@@ -200,6 +200,9 @@ def test_claude_lists_reverie_connected_and_the_model_recalls_through_it(
     assert listed.returncode == 0
     [line] = [line for line in listed.stdout.splitlines() if line.startswith("reverie:")]
     assert "Connected" in line, listed.stdout
+    # the stack's server, over HTTP: each call's project is the folder Claude Code shares as its root
+    entry = json.loads((claude_code.home / ".claude.json").read_text())["mcpServers"]["reverie"]
+    assert entry["type"] == "http" and "(HTTP)" in line, (entry, line)
     claude_code.prompt(TAUGHT)
     settings = Settings(claude_code.env["REVERIE_HOME"])
     asked = {"prompt": "which database does the orders service use", "session_id": "later"}

@@ -27,6 +27,7 @@ def test_with_a_shared_redis_there_is_no_embedded_server() -> None:
         "dispatcher",
         "projector",
         "recall",
+        "mcp",
         "scheduler",
         "worker.1",
         "worker.2",
@@ -52,12 +53,21 @@ def test_compose_publishes_what_host_hooks_need_on_loopback_only_and_behind_a_se
     assert published == {
         "redis": ["127.0.0.1:${REVERIE_REDIS_PORT:-6379}:6379"],
         "recall": ["127.0.0.1:${REVERIE_RECALL_PORT:-7377}:7377"],
+        "mcp": ["127.0.0.1:${REVERIE_MCP_PORT:-7378}:7378"],
     }
     redis = services["redis"]["command"]
     assert redis[redis.index("--requirepass") + 1] == "${REVERIE_REDIS_PASSWORD:?set REVERIE_REDIS_PASSWORD}"
     recall = services["recall"]["environment"]
     assert recall["REVERIE_RECALL_LISTEN"].endswith(":7377")
     assert recall["REVERIE_RECALL_TOKEN"] == "${REVERIE_RECALL_TOKEN:?set REVERIE_RECALL_TOKEN}"
+    mcp = services["mcp"]["environment"]
+    assert mcp["REVERIE_MCP_LISTEN"].endswith(":7378")
+    assert mcp["REVERIE_MCP_TOKEN"] == "${REVERIE_MCP_TOKEN:?set REVERIE_MCP_TOKEN}"
+    # the MCP server asks the recall service for recall, over the compose network, with its token
+    assert (mcp["REVERIE_RECALL_URL"], mcp["REVERIE_RECALL_TOKEN"]) == (
+        "tcp://recall:7377",
+        recall["REVERIE_RECALL_TOKEN"],
+    )
 
 
 def test_the_console_script_is_declared() -> None:

@@ -1,20 +1,20 @@
 """`reverie mcp` through the MCP SDK's own stdio client, against a running stack: every tool, and
-no memory crossing from one project to another unless it was remembered for every project."""
+no memory crossing from one project to another unless it was remembered for every project; and
+lines that are no message, each answered with a JSON-RPC error."""
 
 import json
+import os
+import select
 import subprocess
-import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
-from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
+from mcp import ClientSession
 
+from tests.support.mcp import DEEP_CALL, reverie_mcp, text_of, until
+from tests.support.mcp import git_project as project
 from tests.support.processes import REVERIE, Stack, run_hook, wait_for
 
 pytestmark = pytest.mark.integration
@@ -27,40 +27,6 @@ TOOLS = {
     "memory_forget",
     "memory_why",
 }
-
-
-@asynccontextmanager
-async def reverie_mcp(env: dict[str, str], project: Path) -> AsyncIterator[ClientSession]:
-    """A session with `reverie mcp` started in `project`, as Claude Code starts it."""
-    server = StdioServerParameters(
-        command=sys.executable, args=["-m", "reverie", "mcp"], env=env, cwd=project
-    )
-    with open(project.parent / f"{project.name}-mcp.log", "a") as log:
-        async with stdio_client(server, errlog=log) as (read, write), ClientSession(read, write) as session:
-            await session.initialize()
-            yield session
-
-
-async def text_of(session: ClientSession, tool: str, arguments: dict[str, Any]) -> tuple[bool, str]:
-    """Whether the call failed, and the text it answered."""
-    result = await session.call_tool(tool, arguments)
-    return result.is_error, "\n".join(getattr(c, "text", "") for c in result.content)
-
-
-async def until(condition: Callable[[], Awaitable[Any]], what: str, timeout: float = 90.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (value := await condition()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        await anyio.sleep(0.2)
-    return value
-
-
-def project(tmp_path: Path, name: str) -> Path:
-    folder = tmp_path / name
-    folder.mkdir()
-    subprocess.run(["git", "init", "-q", str(folder)], check=True)
-    return folder
 
 
 def test_every_tool_through_the_sdk_client_and_no_memory_crosses_projects(
@@ -135,6 +101,10 @@ def test_every_tool_through_the_sdk_client_and_no_memory_crosses_projects(
             assert failed and "no entity is called" in said
             failed, said = await text_of(session, "memory_why", {"id": "fact:nothing-has-this-id"})
             assert failed and "nothing-has-this-id" in said
+            failed, said = await text_of(
+                session, "memory_forget", {"id": "fact:nothing-has-this-id", "reason": "wrong"}
+            )
+            assert failed and "no memory has the id 'fact:nothing-has-this-id'" in said, said
 
         async with reverie_mcp(env, other) as session:
 
@@ -206,3 +176,56 @@ def test_reflection_reads_a_choice_by_meaning_and_is_given_only_to_whoever_asks(
     asked_again = wait_for(lambda: (c := context(asked)) and "reverie's opinion" in c and c, timeout=60)
     facts, reflection = asked_again.index("## Facts\n- "), asked_again.index("## reverie's own reflection")
     assert facts < reflection  # the evidence first; the opinion after it, labelled as reverie's
+
+
+def answer_to(server: "subprocess.Popen[bytes]", line: bytes, timeout: float = 60.0) -> dict[str, object]:
+    """What `reverie mcp` answers to `line`: the next line it writes, within `timeout` seconds."""
+    assert server.stdin is not None and server.stdout is not None
+    server.stdin.write(line + b"\n")
+    server.stdin.flush()
+    deadline = time.monotonic() + timeout
+    answer = b""
+    while not answer.endswith(b"\n"):
+        left = deadline - time.monotonic()
+        assert left > 0 and select.select([server.stdout], [], [], left)[0], f"no answer to {line[:40]!r}"
+        chunk = os.read(server.stdout.fileno(), 1 << 16)
+        assert chunk, "the server closed its output"
+        answer += chunk
+    said: dict[str, object] = json.loads(answer)
+    return said
+
+
+def test_lines_that_are_no_message_are_answered_and_the_server_goes_on(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    folder = project(tmp_path, "garbled")
+    server = subprocess.Popen(
+        [*REVERIE, "mcp"],
+        cwd=folder,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        client = {"name": "test", "version": "1"}
+        hello = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": client}
+        initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}
+        started = answer_to(server, json.dumps(initialize).encode())
+        assert started["id"] == 1 and "result" in started, started
+        server.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')  # type: ignore[union-attr]
+        for line, code, id in (
+            (b"{not json", -32700, None),
+            (bytes(b for b in range(256) if b not in b"\r\n"), -32700, None),  # binary garbage
+            (b"[1, 2, 3]", -32600, None),
+            (DEEP_CALL, -32600, 41),  # too deep to read, but its id is at the top
+            (b"[" * 5000 + b"]" * 5000, -32600, None),
+        ):
+            answer = answer_to(server, line)
+            assert answer["jsonrpc"] == "2.0" and answer["id"] == id, (line[:30], answer)
+            assert answer["error"]["code"] == code, (line[:30], answer)  # type: ignore[index]
+        listed = answer_to(server, b'{"jsonrpc":"2.0","id":2,"method":"tools/list"}')
+        assert listed["id"] == 2 and {t["name"] for t in listed["result"]["tools"]} == TOOLS  # type: ignore[index]
+    finally:
+        server.kill()
+        server.wait(30)

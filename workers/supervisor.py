@@ -40,6 +40,7 @@ def process_layout(settings: Settings, workers: int = 1) -> list[ProcessSpec]:
     layout.append(ProcessSpec("dispatcher", ["dispatch"]))
     layout.append(ProcessSpec("projector", ["project"]))
     layout.append(ProcessSpec("recall", ["serve"]))
+    layout.append(ProcessSpec("mcp", ["mcp", "--http"]))
     layout.append(ProcessSpec("scheduler", ["scheduler"]))
     layout += [
         ProcessSpec("worker" if workers == 1 else f"worker.{i + 1}", ["worker"]) for i in range(workers)

@@ -1,7 +1,8 @@
 """The `reverie` command: parses, then calls into the rooms.
 
 `reverie hook` is checked before anything else is imported: it runs once per Claude Code
-event and its whole budget is a few tens of milliseconds. Every other command is parsed by
+event and its whole budget is a few tens of milliseconds. `reverie mcp` too: a session waits
+for it to start. Every other command is parsed by
 reverie/cli/parser.py, which assembles the commands of each group (one module a group: the stack,
 the event log, memory, thinking, Claude Code, the Procfile's processes) and calls the function
 the command names; each imports what it needs when it runs, never at parse time.
@@ -25,6 +26,10 @@ def main(argv: list[str] | None = None) -> int:
         from ingest.hook import main as hook_main
 
         return hook_main(args[1:])
+    if args == ["mcp"]:  # what Claude Code starts for each session: no parser, no console
+        from reverie.mcp_stdio import serve
+
+        return serve()
     from reverie.cli.parser import run
 
     try:

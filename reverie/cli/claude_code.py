@@ -13,8 +13,9 @@ if TYPE_CHECKING:
 
 INSTALL_HELP = """\
 Merges one hook entry per Claude Code event into the scope's settings.json (your own hooks and
-keys stay as they are) and registers the MCP server `reverie mcp` where Claude Code reads it,
-as `claude mcp add --scope` would. Installing again replaces reverie's entries, never doubles
+keys stay as they are) and registers reverie's MCP server where Claude Code reads it, as `claude
+mcp add --scope` would: the running stack's, over HTTP, if one runs (the user and local scopes),
+else `reverie mcp` on stdio. Installing again replaces reverie's entries, never doubles
 them. Each file's bytes from before are kept beside it (*.reverie-backup) for
 `reverie uninstall claude-code`. REVERIE_HOME and REDIS_URL, when set, go into the entries.
 The project scopes take the project of the current folder (the root of its git worktree).
@@ -126,16 +127,24 @@ def _plugin(args: argparse.Namespace) -> int:
 def add_mcp(commands: Commands) -> None:
     mcp = commands.add_parser(
         "mcp",
-        help="the MCP server Claude Code starts (stdio): recall, remember, reflect, timeline, forget, why",
-        description="Serves reverie's memory tools over MCP on stdin and stdout, for the project of the "
-        "folder it starts in: memory_recall, memory_remember, memory_reflect, memory_timeline, "
-        "memory_forget, memory_why. `reverie install claude-code` registers it. It asks the warm recall "
-        "service; with the stack down, a recall loads the model once.",
+        help="the MCP server: on stdio for the session that starts it, or over HTTP for the stack",
+        description="Serves reverie's memory tools over MCP: memory_recall, memory_remember, "
+        "memory_reflect, memory_timeline, memory_forget, memory_why. On stdin and stdout (the "
+        "default), for the project of the folder it starts in; it asks the warm recall service, and "
+        "with the stack down a recall loads the model once. With --http, the stack's server (`reverie "
+        "up` runs it): Streamable HTTP on loopback, for every project, each request naming its own, "
+        "behind the token kept in $REVERIE_HOME/mcp.json. `reverie install claude-code` registers the "
+        "HTTP one when the stack runs, else the stdio one.",
     )
+    mcp.add_argument("--http", action="store_true", help="serve over Streamable HTTP (the stack's)")
     mcp.set_defaults(func=_mcp)
 
 
 def _mcp(args: argparse.Namespace) -> int:
-    from reverie import mcp_server
+    if args.http:
+        from reverie import mcp_http
 
-    return mcp_server.serve()
+        return mcp_http.serve()
+    from reverie import mcp_stdio
+
+    return mcp_stdio.serve()

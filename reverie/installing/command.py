@@ -53,12 +53,32 @@ def _run(scope: str, dry_run: bool, installing: bool) -> int:
     if installing:
         err.print(
             f"Claude Code now records every event and recalls through reverie ({scope} scope). "
-            "Start the stack if it is not running: reverie up --detach",
+            + _mcp_note(scope, over_http=any(c.private for c in changes)),
             highlight=False,
+            markup=False,
         )
     if installing and scope == "project":
         err.print(_shared_scope_note(settings, placement(scope, os.environ)), highlight=False, markup=False)
     return 0
+
+
+def _mcp_note(scope: str, over_http: bool) -> str:
+    """Which MCP server Claude Code was given, and what to do about it."""
+    if over_http:
+        return (
+            "Its MCP tools are the running stack's, over HTTP: keep the stack up (reverie up --detach), "
+            "and install again if its port ever changes."
+        )
+    why = "the project scope is shared" if scope == "project" else "no stack was running"
+    return (
+        f"Its MCP tools start with each session (`reverie mcp`, stdio: {why}). "
+        "Start the stack if it is not running: reverie up --detach"
+        + (
+            "; then install again to use its MCP server, with no start to wait for."
+            if scope != "project"
+            else "."
+        )
+    )
 
 
 def _shared_scope_note(settings: Settings, placed: Placement) -> str:

@@ -2,7 +2,8 @@
 what is there (the settings merge).
 
 Pure, dicts in and dicts out: one hook entry per Claude Code event (matching every tool for the
-events Claude Code matches against a tool name) and one MCP server, `reverie`. Merging keeps
+events Claude Code matches against a tool name) and one MCP server, `reverie`: the running
+stack's over HTTP, or `reverie mcp` on stdio. Merging keeps
 every hook, server and key of anyone else's as it is, and replaces reverie's own: installing
 twice never doubles an entry, and taking reverie's entries out leaves no group or event that
 only they filled. reverie's own are the commands it writes, read back word for word (any
@@ -18,6 +19,7 @@ import shlex
 import sys
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import quote
 
 import ingest
 from reverie.installing.connection import FORWARDED
@@ -42,13 +44,23 @@ def _command(python: str, launcher: str, event: str, inline: Mapping[str, str]) 
 
 
 def mcp_server(inline: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """The MCP server's entry, as `claude mcp add` writes one, with the variables `inline`."""
+    """The stdio MCP server's entry, as `claude mcp add` writes one, with the variables `inline`."""
     return {
         "type": "stdio",
         "command": os.path.abspath(sys.executable),
         "args": ["-m", "reverie", "mcp"],
         "env": dict(inline or {}),
     }
+
+
+def mcp_http_server(url: str, token: str, root: str | None = None) -> dict[str, Any]:
+    """The entry of a running stack's MCP server, as `claude mcp add --transport http` writes one:
+    its URL, with `?root=ROOT` when the entry is one project's (the local scope's: every call
+    answers for that folder's project; else each asks the client's roots), and the token. The
+    root is percent-encoded, `$` included: Claude Code expands `${VAR}` in a URL."""
+    if root is not None:
+        url += "?root=" + quote(root, safe="/")
+    return {"type": "http", "url": url, "headers": {"Authorization": f"Bearer {token}"}}
 
 
 def is_ours(handler: object) -> bool:

@@ -19,7 +19,7 @@ from typing import Any
 
 from ingest.project import identify
 from reverie.installing.connection import connection_change, placement, without_connection
-from reverie.installing.entries import mcp_server, with_hooks, with_mcp, without_hooks
+from reverie.installing.entries import mcp_http_server, mcp_server, with_hooks, with_mcp, without_hooks
 from reverie.installing.transaction import BACKUP, Change, InstallError, Record, digest, key, read, recorded
 from schemas.settings import Settings
 
@@ -59,10 +59,31 @@ def _dumped(value: dict[str, Any]) -> bytes:
     return (json.dumps(value, indent=2, ensure_ascii=False) + "\n").encode()
 
 
-def _change(path: str, edit: Callable[[dict[str, Any]], dict[str, Any]]) -> Change:
+def _change(path: str, edit: Callable[[dict[str, Any]], dict[str, Any]], private: bool = False) -> Change:
+    """`path` edited; `private`: it will hold a secret (then it is written 0600)."""
     before = read(path)
     after = edit(parsed(path, before))
-    return Change(path, before, before if after == parsed(path, before) else _dumped(after))
+    return Change(path, before, before if after == parsed(path, before) else _dumped(after), private=private)
+
+
+def mcp_entry(
+    scope: str, project: str, inline: Mapping[str, str], environ: Mapping[str, str]
+) -> tuple[dict[str, Any], bool]:
+    """The MCP entry the scope gets, and whether it holds a secret: the running stack's server
+    over HTTP (mcp_endpoint.served), its token in the entry's headers, for the user scope (each
+    call's project asked of Claude Code) and the local one (the project's root in the URL); else
+    `reverie mcp` on stdio. The project scope's file is everyone's, shared through git: no token
+    of one user's goes there, so it always gets the stdio entry."""
+    from reverie.mcp_endpoint import served
+
+    if scope != "project":
+        try:
+            found = served(Settings.from_env(environ), dict(environ))
+        except ValueError as e:
+            raise InstallError(str(e)) from None
+        if found is not None:
+            return mcp_http_server(found.url, found.token, project if scope == "local" else None), True
+    return mcp_server(inline), False
 
 
 def plan_install(scope: str, home: str, cwd: str, environ: Mapping[str, str] | None = None) -> list[Change]:
@@ -72,10 +93,10 @@ def plan_install(scope: str, home: str, cwd: str, environ: Mapping[str, str] | N
     placed = placement(scope, env)
     project = project_root(cwd)
     settings_file, mcp_file = files_for(scope, home, project)
-    entry = mcp_server(placed.inline)
+    entry, private = mcp_entry(scope, project, placed.inline, env)
     changes = [
         _change(settings_file, lambda s: with_hooks(s, placed.inline)),
-        _change(mcp_file, lambda c: with_mcp(c, project if scope == "local" else None, entry)),
+        _change(mcp_file, lambda c: with_mcp(c, project if scope == "local" else None, entry), private),
     ]
     if placed.private:
         changes.append(connection_change(Settings.from_env(env).connection_file, placed.private))

@@ -14,6 +14,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import os
+import re
 
 import msgspec
 
@@ -21,6 +22,7 @@ from schemas.disk.files import private_directory, write_durably
 from schemas.settings import Settings, connection_line
 
 BACKUP = ".reverie-backup"
+_BEARER = re.compile(r'("Bearer )[^"]*')
 
 
 class InstallError(Exception):
@@ -29,17 +31,22 @@ class InstallError(Exception):
 
 class Change(msgspec.Struct, frozen=True):
     """One file as it is and as it will be (None: absent). A `secret` one is the connection
-    file: written 0600 in the private data directory, and its values never shown."""
+    file: written 0600 in the private data directory, and its values never shown. A `private`
+    one holds a token in an MCP entry's headers: written 0600 wherever it is."""
 
     path: str
     before: bytes | None
     after: bytes | None
     secret: bool = False
+    private: bool = False
 
     def diff(self) -> str:
         def lines(data: bytes | None) -> list[str]:
             text = "" if data is None else data.decode("utf-8", "replace")
-            return [_hidden(line) if self.secret else line for line in text.splitlines(keepends=True)]
+            return [
+                _hidden(line) if self.secret else _bearer_hidden(line)
+                for line in text.splitlines(keepends=True)
+            ]
 
         return "".join(
             difflib.unified_diff(lines(self.before), lines(self.after), f"{self.path} (now)", self.path)
@@ -50,6 +57,11 @@ def _hidden(line: str) -> str:
     """A connection file's line fit to show: what it sets hidden."""
     found = connection_line(line)
     return line if found is None else f"{found[0]}=<hidden>\n"
+
+
+def _bearer_hidden(line: str) -> str:
+    """A settings file's line fit to show: a bearer token in it hidden."""
+    return _BEARER.sub(r"\1<hidden>", line)
 
 
 class Record(msgspec.Struct):
@@ -153,15 +165,16 @@ def _put(change: Change) -> None:
         folder = private_directory(os.path.dirname(change.path), create=True)
         write_durably(folder, os.path.basename(change.path), change.after)
     else:
-        _write(change.path, change.after)
+        _write(change.path, change.after, private=change.private)
 
 
-def _write(path: str, data: bytes) -> None:
-    """Replace `path` whole (a reader sees the old bytes or the new), keeping its mode."""
+def _write(path: str, data: bytes, private: bool = False) -> None:
+    """Replace `path` whole (a reader sees the old bytes or the new), keeping its mode; made the
+    user's alone (0600) if `private` (it holds a secret)."""
     folder = os.path.dirname(path)
     os.makedirs(folder, exist_ok=True)
     # a new file is the user's alone, as everything reverie makes
-    mode = os.stat(path).st_mode & 0o777 if os.path.exists(path) else 0o600
+    mode = os.stat(path).st_mode & 0o777 if os.path.exists(path) and not private else 0o600
     temporary = f"{path}.reverie-{os.getpid()}"
     with open(temporary, "wb") as f:
         f.write(data)

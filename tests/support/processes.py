@@ -8,10 +8,13 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from schemas import kinds
 from schemas.settings import Settings
+
+if TYPE_CHECKING:
+    from reverie.mcp_endpoint import Registered
 
 REVERIE = [sys.executable, "-m", "reverie"]
 BIN = Path(sys.executable).parent / "reverie"
@@ -55,7 +58,8 @@ RECORDED = f"source IN ('{kinds.SOURCE_CLAUDE_CODE}', '{kinds.SOURCE_IMPORT}')"
 
 
 class Stack:
-    """`reverie up` as a real process tree: embedded server, dispatcher, RQ worker."""
+    """`reverie up` as a real process tree: embedded server, dispatcher, RQ worker, the MCP server
+    over HTTP..."""
 
     def __init__(self, env: dict[str, str], settings: Settings, workers: int = 1) -> None:
         self.env = env
@@ -74,11 +78,18 @@ class Stack:
                 (s := stack_status(self.settings)).reachable
                 and s.dispatchers
                 and len(s.workers) == self.workers
+                and self.mcp() is not None
             ),
             timeout=60,
             what="the stack to come up",
         )
         return self
+
+    def mcp(self) -> "Registered | None":
+        """The stack's MCP server over HTTP (its URL and token), once it listens."""
+        from reverie.mcp_endpoint import served
+
+        return served(self.settings, {})
 
     def stop(self) -> int:
         assert self.process is not None
