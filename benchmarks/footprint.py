@@ -107,6 +107,15 @@ def descendants(root: int) -> dict[int, int]:
     return found
 
 
+def alive(pid: int) -> bool:
+    """Whether `pid` still runs: ended but not yet reaped by whoever adopted it (a zombie) is not."""
+    try:
+        state = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
 def resident(pid: int) -> tuple[str, int, int]:
     """A process's name (its reverie command), its resident memory (RSS) and its proportional
     share of it (PSS: pages shared with other processes, as the libraries they all load, counted
@@ -196,7 +205,7 @@ def main() -> None:
         start = time.monotonic()
         subprocess.run([REVERIE, "down"], env=env, capture_output=True, timeout=120)
         result["down_s"] = round(time.monotonic() - start, 2)
-        left = [p for p in tree if Path(f"/proc/{p}").exists()]
+        left = [p for p in tree if alive(p)]
         result["left_behind"] = len(left)
     print(json.dumps(result))
 

@@ -20,9 +20,10 @@ from schemas.kinds import HOOK_CONTEXT_LIMIT
 from schemas.settings import Settings
 
 # How long a hook waits for the service's answer. On an idle machine the answer comes in tens of
-# milliseconds; at a load of 8 on 2 cores, in up to a second, and a deadline of 0.3 s left one
-# prompt in three with the stale profile. Claude Code gives a hook 10 s (as installed), the
-# hook's own watchdog 5 (ingest/hook.py): 2 s is well within both, and is seen only when late.
+# milliseconds; with 8 processes spinning on 2 cores the whole hook took 0.38 s at the median and
+# 0.74 s at p95 (benchmarks/recall_latency.py --busy 8), and the 0.3 s this was before sent
+# prompts on a busy machine to the stale profile. Claude Code gives a hook 10 s (as installed),
+# the hook's own watchdog 5 (ingest/hook.py): 2 s is well within both, and is seen only when late.
 DEADLINE_S = 2.0
 CONTEXT_HOOKS = ("UserPromptSubmit", "SessionStart", "SubagentStart")
 # the hooks that only tell the service: it writes the session's compaction manifest
