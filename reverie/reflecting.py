@@ -8,13 +8,15 @@ shows the opinion.
 """
 
 import os
+from collections.abc import Sequence
 
 import msgspec
 
+from projections.recall import fabric
 from reverie.console import err, fail, out
 from reverie.recalling import RecallFailed, find
 from schemas import kinds
-from schemas.recall import RecallRequest
+from schemas.recall import RecallRequest, Scored
 from schemas.reflection import Asked, Reflection
 from schemas.settings import Settings
 from workers.dynamics.reflect import BadDisposition, disposition
@@ -42,13 +44,23 @@ def reflection(
         llm_settings(settings)
     except BadSettings as e:
         err.print(f"the LLM is misconfigured, so the evidence alone speaks: {e}")
-    request = RecallRequest(prompt=query, project=project, limit=_EVIDENCE, dedup=True, answers_only=True)
+    request = RecallRequest(prompt=query, project=project, limit=2 * _EVIDENCE, answers_only=True)
     found = find(settings, request, load_model)
-    asked = Asked(query=query, project=project, evidence=list(found.results), disposition=shaped)
+    asked = Asked(query=query, project=project, evidence=evidence(found.results), disposition=shaped)
     formed, _ = ask("reflect", asked, settings, source)
     if not isinstance(formed, Reflection):
         raise TypeError(f"reflection answered a {type(formed).__name__}")
     return formed
+
+
+def evidence(results: Sequence[Scored]) -> list[Scored]:
+    """What recall found that may weigh, near-duplicates merged: not reverie's own opinions. An
+    opinion is a conclusion drawn from evidence, not evidence; and, recalled first, it would
+    stand for the memory it quotes, which then no longer counts (the opinion names the question,
+    so it is left out as a copy of it)."""
+    found = [r for r in results if r.kind != "opinion"]
+    merged = fabric.deduplicated(found, lambda r: r.text)
+    return [msgspec.structs.replace(r, cross_validated=twice) for r, twice in merged][:_EVIDENCE]
 
 
 def shown(formed: Reflection) -> str:
