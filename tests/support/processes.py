@@ -68,8 +68,12 @@ class Stack:
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> "Stack":
+        """Start it and wait until it is ready: its server answers, its dispatcher and workers
+        beat, its MCP server listens and its projector has opened its store (and so said, once,
+        which project each path already folded belongs to: workers/projector.py)."""
         from workers.status import stack_status
 
+        started = time.time()
         with open(os.path.join(self.settings.home, "up.log"), "ab") as log:
             command = [str(BIN), "up", "--workers", str(self.workers)]
             self.process = subprocess.Popen(command, env=self.env, stdout=log, stderr=log)
@@ -79,6 +83,7 @@ class Stack:
                 and s.dispatchers
                 and len(s.workers) == self.workers
                 and self.mcp() is not None
+                and (s.projections_published_at or 0) > started
             ),
             timeout=60,
             what="the stack to come up",
