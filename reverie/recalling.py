@@ -23,10 +23,11 @@ def find(settings: Settings, request: RecallRequest, load_model: bool = True) ->
     once per process, in seconds), unless not `load_model` (a process that must stay small, the
     stack's MCP server). RecallFailed if the service says why it could not, or does not answer
     and the model may not load."""
-    answer = _ask_service(settings, request)
-    if answer is None and not load_model:
-        raise RecallFailed("the recall service is not answering (is the stack up?): try again in a moment")
-    return msgspec.convert(answer or _in_process(settings, request), Recall)
+    answer = asked(settings, request)
+    found = answer.get("recall") if answer is not None else None
+    if found is None and not load_model:
+        raise RecallFailed(NOT_ANSWERING)
+    return msgspec.convert(found or _in_process(settings, request), Recall)
 
 
 def recall(request: RecallRequest, fmt: str, explain: bool) -> int:
@@ -77,20 +78,26 @@ class RecallFailed(Exception):
     pass
 
 
-def _ask_service(settings: Settings, request: RecallRequest) -> dict[str, object] | None:
+NOT_ANSWERING = "the recall service is not answering (is the stack up?): try again in a moment"
+
+
+def asked(
+    settings: Settings, request: RecallRequest, deadline_s: float = _SERVICE_DEADLINE_S
+) -> dict[str, object] | None:
+    """The warm service's answer to `request` (its prompt sent as its gist), within
+    `deadline_s`; None when no service answers. RecallFailed if it says why it could not."""
     from ingest.injection import ask_service
 
     if not settings.recall_url and not os.path.exists(settings.recall_socket_path):
         return None
     try:
-        asked = msgspec.structs.replace(request, prompt=gist(request.prompt), deadline_s=_SERVICE_DEADLINE_S)
-        answer = ask_service(settings, msgspec.to_builtins(asked), _SERVICE_DEADLINE_S)
+        sent = msgspec.structs.replace(request, prompt=gist(request.prompt), deadline_s=deadline_s)
+        answer = ask_service(settings, msgspec.to_builtins(sent), deadline_s)
     except (OSError, ValueError):
         return None
     if "error" in answer:
         raise RecallFailed(str(answer["error"]))
-    found = answer.get("recall")
-    return found if isinstance(found, dict) else None
+    return answer
 
 
 def _in_process(settings: Settings, request: RecallRequest) -> object:

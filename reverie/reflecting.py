@@ -1,29 +1,27 @@
 """`reverie reflect QUERY` (and the MCP tool memory_reflect): recall, then ask reflection.
 
-Recall finds the evidence (the warm service, else in this process); the follower `reflect`
-(workers/dynamics/follow.py) weighs it, shaped by the project's disposition (`.reverie.toml`
-at its root, table `[reflect]`), has it worded by the LLM when one is configured, and records
-it as events (to the stream, or the spool while the stack is down). This module asks, and
-shows the opinion.
+Recall finds the evidence; the follower `reflect` (workers/dynamics/follow.py) weighs it,
+shaped by the project's disposition (`.reverie.toml` at its root, table `[reflect]`, read here
+and sent), has it worded by the LLM when one is configured (the stack's settings), and records
+it as events (to the stream, or the spool while the stack is down). The warm service does both
+(this process loads nothing); while it is down, they run here. This module asks, and shows the
+opinion.
 """
 
 import os
-from collections.abc import Sequence
 
 import msgspec
 
-from projections.recall import fabric
 from reverie.console import err, fail, out
-from reverie.recalling import RecallFailed, find
+from reverie.recalling import NOT_ANSWERING, RecallFailed, asked, find
 from schemas import kinds
-from schemas.recall import RecallRequest, Scored
-from schemas.reflection import Asked, Reflection
+from schemas.disposition import BadDisposition, Disposition, disposition
+from schemas.recall import RecallRequest
+from schemas.reflection import Reflection
 from schemas.settings import Settings
-from workers.dynamics.reflect import BadDisposition, disposition
 from workers.llm.config import BadSettings, llm_settings
-from workers.thinking.runner import ask
 
-_EVIDENCE = 20
+_SERVICE_DEADLINE_S = 10.0  # and the LLM's own timeout, when one words the opinion
 
 __all__ = ["BadDisposition", "reflect_command", "reflection", "shown"]
 
@@ -38,29 +36,29 @@ def reflection(
 ) -> Reflection:
     """The opinion memory forms on `query` in `project`, recorded (see the module's docstring),
     shaped by the disposition of the worktree `root` (by default the project, if it is a folder);
-    `load_model` as `find` takes it."""
+    formed by the warm service, else here if `load_model` (as `find` takes it)."""
     shaped = disposition(root if root is not None else project if os.path.isabs(project) else None)
+    deadline_s = _SERVICE_DEADLINE_S
     try:
-        llm_settings(settings)
+        if (llm := llm_settings(settings)) is not None:
+            deadline_s += llm.timeout_s
     except BadSettings as e:
         err.print(f"the LLM is misconfigured, so the evidence alone speaks: {e}")
-    request = RecallRequest(prompt=query, project=project, limit=2 * _EVIDENCE, answers_only=True)
-    found = find(settings, request, load_model)
-    asked = Asked(query=query, project=project, evidence=evidence(found.results), disposition=shaped)
-    formed, _ = ask("reflect", asked, settings, source)
-    if not isinstance(formed, Reflection):
-        raise TypeError(f"reflection answered a {type(formed).__name__}")
-    return formed
+    request = RecallRequest(prompt=query, project=project, reflect=shaped, asked_by=source)
+    answer = asked(settings, request, deadline_s)
+    if answer is not None and "reflection" in answer:
+        return msgspec.convert(answer["reflection"], Reflection)
+    if not load_model:
+        raise RecallFailed(NOT_ANSWERING)
+    return _in_process(settings, query, project, shaped, source)
 
 
-def evidence(results: Sequence[Scored]) -> list[Scored]:
-    """What recall found that may weigh, near-duplicates merged: not reverie's own opinions. An
-    opinion is a conclusion drawn from evidence, not evidence; and, recalled first, it would
-    stand for the memory it quotes, which then no longer counts (the opinion names the question,
-    so it is left out as a copy of it)."""
-    found = [r for r in results if r.kind != "opinion"]
-    merged = fabric.deduplicated(found, lambda r: r.text)
-    return [msgspec.structs.replace(r, cross_validated=twice) for r, twice in merged][:_EVIDENCE]
+def _in_process(settings: Settings, query: str, project: str, shaped: Disposition, source: str) -> Reflection:
+    """The reflection the service would form, here: recall loads the model in this process."""
+    from workers.dynamics.reflect import evidence_request
+    from workers.reflection import reflection as formed
+
+    return formed(settings, query, project, find(settings, evidence_request(query, project)), shaped, source)
 
 
 def shown(formed: Reflection) -> str:

@@ -7,7 +7,8 @@ The answer is one JSON line too: {"context": "..."} for a hook (the text to inje
 nothing), {"recall": {...}} for `reverie recall`, {"vectors": "<base64>"} for a request to
 `encode` (the texts' unit vectors, float32 little-endian, row after row: the service holds the
 stack's one copy of the embedding model, and the workers ask it), {"status": {...}} for
-`reverie status` (schemas/status.py), or {"error": "..."}. A request line holds at
+`reverie status` (schemas/status.py), {"reflection": {...}} for a request to `reflect`
+(schemas/reflection.py), or {"error": "..."}. A request line holds at
 most REQUEST_LIMIT bytes: askers send a prompt's gist (schemas/text/gist.py), not the whole of it.
 Over TCP the line comes after a handshake, with its proof (ingest/handshake.py).
 """
@@ -18,6 +19,7 @@ from typing import Literal
 import msgspec
 
 from schemas.categories import Outcome, RememberedCategory
+from schemas.disposition import Disposition
 from schemas.memory import Category, Network
 
 Weighting = Literal["cognitive", "fabric"]
@@ -52,6 +54,10 @@ class RecallRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     encode: list[str] | None = None
     # set by `reverie status`: the stack's status (schemas/status.py), and no recall
     status: bool = False
+    # set by `reverie reflect` and memory_reflect: an opinion on the prompt, weighed with the
+    # project's disposition, recorded as the asker's (`asked_by`: kinds.SOURCE_CLI, SOURCE_MCP)
+    reflect: Disposition | None = None
+    asked_by: str | None = None
 
 
 Task = Literal["feature", "bugfix", "refactor", "question", "design", "debug", "unknown"]

@@ -1,30 +1,14 @@
-"""Reflection's settings, question and answer: a project's disposition, what it is asked, and
-the opinion `reverie reflect` forms (with the evidence for and against it)."""
+"""Reflection's question and answer: what it is asked, and the opinion `reverie reflect` forms
+(with the evidence for and against it); its settings, a project's disposition, are in
+schemas/disposition.py."""
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Literal
 
 import msgspec
 
+from schemas.disposition import Disposition
 from schemas.recall import Scored
-
-Trait = Annotated[int, msgspec.Meta(ge=1, le=5)]
-
-
-class Disposition(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    """How a project's reflection weighs evidence (Hindsight's traits, each 1 to 5), read from the
-    project's `.reverie.toml`, table `[reflect]`.
-
-    - skepticism: how much evidence an opinion needs before it leaves 50/50;
-    - literalism: how closely a memory must match the question to count;
-    - empathy: how much the user's own words weigh against what the agent derived;
-    - background: what the project is about, said to the LLM when one reflects.
-    """
-
-    skepticism: Trait = 3
-    literalism: Trait = 3
-    empathy: Trait = 3
-    background: str = ""
 
 
 class Asked(msgspec.Struct, frozen=True, kw_only=True):

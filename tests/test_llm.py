@@ -417,8 +417,8 @@ def test_claude_p_is_repaired_once_then_falls_back(
 
 
 def test_reflection_worded_by_the_model_within_its_budget(serve: Callable[[list[Answer]], FakeLLM]) -> None:
+    from schemas.disposition import Disposition
     from schemas.recall import Scored
-    from schemas.reflection import Disposition
     from workers.dynamics.reflect import reflect, with_llm
 
     found = [Scored("m1", "fact", "DuckDB fits analytics", None, "p", None, None, 1, 1, 0, 1, 1, 1, [], {})]

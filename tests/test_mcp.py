@@ -6,6 +6,7 @@ import json
 import os
 import select
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -152,6 +153,14 @@ def test_reflection_reads_a_choice_by_meaning_and_is_given_only_to_whoever_asks(
 
     opinion = wait_for(reflected, timeout=90, what="the choice to be recalled")
     assert "argues against" in opinion and "supports it" not in opinion, opinion
+    # formed by the running stack: the command loads neither DuckDB, nor the model, nor numpy
+    traced = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "reverie", "reflect", asked],
+        env=here, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    loaded = {line.rpartition("|")[2].strip() for line in traced.stderr.splitlines()}
+    assert "argues against" in traced.stdout and "reverie.reflecting" in loaded, traced.stdout
+    assert not loaded & {"duckdb", "numpy", "projections.minilm", "workers.dynamics.follow"}
 
     async def through_mcp() -> None:
         async with reverie_mcp(env, app) as session:

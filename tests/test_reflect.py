@@ -7,10 +7,10 @@ from datetime import UTC, datetime
 import msgspec
 import pytest
 
+from schemas.disposition import BadDisposition, Disposition, disposition
 from schemas.recall import Scored
-from schemas.reflection import Disposition
 from schemas.settings import Settings
-from workers.dynamics.reflect import BadDisposition, disposition, opinion_id, reflect, stance, weigh
+from workers.dynamics.reflect import opinion_id, reflect, stance, weigh
 
 
 def scored(memory_id: str, text: str, relevance: float = 1.0, kind: str = "fact", **more: float) -> Scored:

@@ -4,8 +4,10 @@ loaded, and recall answers over a unix socket in milliseconds.
 Its process holds the stack's one copy of the embedding model: the embedder runs in it, as a
 thread at a lower priority (workers/embedder.py), and the RQ workers ask it for vectors
 (`encode` requests), which it answers one at a time, at the embedder's priority, beside recalls
-and without waiting for their turn. `reverie status` asks it too. Should its embedding thread
-end by an error, the service ends, and the supervisor starts it again.
+and without waiting for their turn. `reverie status` asks it too; `reverie reflect` and the MCP
+server's memory_reflect have it form their opinions (recall, then the follower `reflect`, here:
+the asker loads nothing). Should its embedding thread end by an error, the service ends, and
+the supervisor starts it again.
 
 One JSON line in (schemas/recall.py), one JSON line out. Recalls take turns (one model, one
 DuckDB connection), each within its deadline: the one its asker gives (the hooks wait 2 s),
@@ -42,14 +44,18 @@ from projections.recall.memories import Memories
 from projections.recall.pipeline import Overdue, Recaller
 from projections.vectors import Vectors
 from schemas.disk.files import private_directory, write_durably
+from schemas.disposition import Disposition
 from schemas.kinds import MEMORY_RETRIEVED, SOURCE_WORKER
 from schemas.manifest import AFTER, CompactionManifest, WrittenAt, next_steps
 from schemas.observed import MemoryRetrieved
-from schemas.recall import REQUEST_LIMIT, RecallRequest
+from schemas.recall import REQUEST_LIMIT, Recall, RecallRequest
+from schemas.reflection import Reflection
 from schemas.settings import Settings
 from schemas.status import StackStatus
+from workers.dynamics.reflect import evidence_request
 from workers.embedder import in_background, run_embedder
 from workers.redis_client import connect
+from workers.reflection import reflection
 from workers.status import stack_status
 
 log = structlog.get_logger("reverie.recall")
@@ -85,6 +91,9 @@ class RecallService:
         deadline = time.monotonic() + min(request.deadline_s or _DEADLINE_S, _DEADLINE_S)
         if not self.lock.acquire(timeout=max(deadline - time.monotonic(), 0.0)):
             raise Overdue("the recall service is busy with other requests")
+        asked = (
+            request if request.reflect is None else evidence_request(request.prompt, request.project or "")
+        )
         try:
             if request.hook == "SessionStart":
                 return {"context": self._session_start(request)}
@@ -101,7 +110,7 @@ class RecallService:
             if request.hook:
                 shown = self.recaller.injection(request, deadline)
             else:
-                found = self.recaller.answer(request, deadline)
+                found = self.recaller.answer(asked, deadline)
         finally:
             self.lock.release()
         if request.hook:  # what the agent is given is what was recalled
@@ -109,7 +118,17 @@ class RecallService:
             level = render.pressure(request.transcript_bytes)
             return {"context": render.render(shown, render.budget(level, request.transcript_bytes))}
         self._feed_back(request, found.prompt, [(r.memory_id, r.score) for r in found.results])
+        if request.reflect is not None:
+            return {"reflection": self._reflection(request, request.reflect, found)}
         return {"recall": found}
+
+    def _reflection(self, request: RecallRequest, shaped: Disposition, found: Recall) -> Reflection:
+        """The opinion on the request's prompt from what recall `found`, formed here as the asker
+        would have formed it (reverie/reflecting.py), its events recorded as the asker's."""
+        source = request.asked_by or SOURCE_WORKER
+        return reflection(
+            self.settings, request.prompt, request.project or "", found, shaped, source, self.redis
+        )
 
     def refresh(self) -> None:
         """Read what the embedder wrote since (a new view of the index: recalls go on meanwhile),

@@ -7,7 +7,7 @@ use MySQL?"), else when it says something failed, is to be avoided or no longer 
 The question asked before, and its earlier copies, are no evidence.
 A memory's weight is how well it matches (relative to the best match), how strongly it comes to
 mind (its activation, as a 0..1 strength), how recent and how confident it is, shaped by the
-project's disposition (schemas/reflection.py):
+project's disposition (schemas/disposition.py):
 
 - literalism keeps only memories matching at least (literalism - 1) / 8 as well as the best
   (1: every one; 5: half as well as the best);
@@ -23,26 +23,26 @@ extraction's LLM is configured, `with_llm` has the model word and weigh the same
 
 import hashlib
 import math
-import os
 import re
-import tomllib
 from collections.abc import Iterator, Sequence
 
 import msgspec
 
+from projections.recall import fabric
 from projections.recall.block import asked_before
 from projections.recall.words import word_set
 from schemas import kinds, memory
+from schemas.disposition import Disposition
 from schemas.llm import LLMUsed, Spent
-from schemas.recall import Scored
-from schemas.reflection import Disposition, Evidence, Reflection, Stance
+from schemas.recall import RecallRequest, Scored
+from schemas.reflection import Evidence, Reflection, Stance
 from workers.dynamics.crystallize import about
 from workers.llm.config import LLMSettings
 from workers.llm.providers import Completion, ProviderError, complete, spent
 from workers.thinking.follower import Derived
 
 PROMOTE_ABOVE = 0.9
-DISPOSITION_FILE = ".reverie.toml"
+EVIDENCE = 20  # the memories an opinion weighs at most, near-duplicates merged
 MOVED = 0.05  # a confidence that moves less than this leaves the opinion as it was
 _USERS_OWN = {"prompt", "remembered", "preference"}
 _AGAINST = re.compile(
@@ -58,26 +58,6 @@ _FAILED = re.compile(
     r"\b(?:fail(?:s|ed|ing|ure)?|broke|broken|wrong|slow|bug(?:gy)?|error|reverted?|échou\w*|cassé)\b",
     re.IGNORECASE,
 )
-
-
-class BadDisposition(ValueError):
-    pass
-
-
-def disposition(root: str | None) -> Disposition:
-    """The project's disposition: `[reflect]` of `.reverie.toml` at the root of the worktree,
-    else (or with no root) the defaults."""
-    if root is None:
-        return Disposition()
-    path = os.path.join(root, DISPOSITION_FILE)
-    try:
-        with open(path, "rb") as f:
-            table = tomllib.load(f).get("reflect", {})
-        return msgspec.convert(table, Disposition)
-    except FileNotFoundError:
-        return Disposition()
-    except (OSError, tomllib.TOMLDecodeError, msgspec.ValidationError) as e:
-        raise BadDisposition(f"{path}, [reflect]: {e} (skepticism, literalism, empathy: 1 to 5)") from None
 
 
 def recorded(formed: Reflection, project: str, causes: tuple[str, ...]) -> Iterator[Derived]:
@@ -105,6 +85,21 @@ def recorded(formed: Reflection, project: str, causes: tuple[str, ...]) -> Itera
             confidence=formed.confidence,
         )
         yield Derived(kinds.OBSERVATION_FORMED, observed, project, causes)
+
+
+def evidence_request(query: str, project: str) -> RecallRequest:
+    """What reflection asks recall: twice the evidence it weighs, questions asked before left out."""
+    return RecallRequest(prompt=query, project=project, limit=2 * EVIDENCE, answers_only=True)
+
+
+def evidence(results: Sequence[Scored]) -> list[Scored]:
+    """What recall found that may weigh, near-duplicates merged: not reverie's own opinions. An
+    opinion is a conclusion drawn from evidence, not evidence; and, recalled first, it would
+    stand for the memory it quotes, which then no longer counts (the opinion names the question,
+    so it is left out as a copy of it)."""
+    found = [r for r in results if r.kind != "opinion"]
+    merged = fabric.deduplicated(found, lambda r: r.text)
+    return [msgspec.structs.replace(r, cross_validated=twice) for r, twice in merged][:EVIDENCE]
 
 
 def opinion_id(project: str, query: str) -> str:
