@@ -87,6 +87,9 @@ KINDS: dict[str, Kind] = {
     )
 }
 DERIVED_KINDS = frozenset(name for name, kind in KINDS.items() if kind.derived)
+# what the work did (prompts, tools, sessions, what the user asked to remember), which the
+# thinking workers learn from; not memory's own doings (a recall, a forgetting)
+WORK_KINDS = frozenset(name for name, kind in KINDS.items() if not kind.derived and kind.family != "dynamics")
 # the payload fields derived events name their subject by, each once, in the registry's order
 SUBJECTS: tuple[str, ...] = tuple(dict.fromkeys(k.subject for k in KINDS.values() if k.derived and k.subject))
 

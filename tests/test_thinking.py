@@ -306,3 +306,18 @@ def test_the_lifecycle_catches_up_on_what_sessions_ending_together_missed(settin
         == []
     )
     folding.close()
+
+
+def test_a_batch_of_recalls_alone_sets_no_worker_thinking() -> None:
+    """Memory's own doings (a recall, a forgetting) teach extraction nothing: a batch holding
+    only those queues no job; one with the work's events queues extraction over those alone."""
+    from rq import Queue
+
+    from workers.thinking.runner import Segment, dispatch
+
+    queue = Queue(connection=fakeredis.FakeRedis())
+    dispatch(queue, "seg-1", [("r1", kinds.MEMORY_RETRIEVED, "s1"), ("f1", kinds.MEMORY_FORGOTTEN, None)])
+    assert queue.count == 0
+    dispatch(queue, "seg-2", [("r2", kinds.MEMORY_RETRIEVED, "s1"), ("p1", kinds.PROMPT_SUBMITTED, "s1")])
+    [job] = queue.get_jobs()
+    assert job.args == ("extract", Segment("seg-2", ["p1"]))

@@ -10,7 +10,8 @@ runs: the command line, the scheduler and the dispatcher read the registry witho
 model or library a follower needs.
 
 What a follower may follow:
-- `Batches`: each batch the dispatcher archives, its observed events;
+- `Batches`: each batch the dispatcher archives, the events of the work in it (not memory's
+  own: a recall, a forgetting);
 - `SessionEnds`: each session that ends, all its events;
 - `Schedule`: a clock (RQ's cron), with no events, only the snapshot;
 - `Requests`: someone asks (`reverie reflect`, the MCP tool), and waits for the answer.
@@ -53,7 +54,7 @@ class Derived(msgspec.Struct, frozen=True):
 
 
 class Batches(msgspec.Struct, frozen=True, tag="batches"):
-    """Each archived batch: the observed events in it."""
+    """Each archived batch: the events of the work in it (schemas/registry.py WORK_KINDS)."""
 
 
 class SessionEnds(msgspec.Struct, frozen=True, tag="session ends"):

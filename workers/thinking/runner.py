@@ -32,7 +32,7 @@ from rq.registry import FailedJobRegistry
 from ingest.emit import Emitter
 from schemas.events import Event
 from schemas.kinds import SESSION_ENDED, SOURCE_WORKER
-from schemas.registry import DERIVED_KINDS
+from schemas.registry import WORK_KINDS
 from schemas.settings import Settings
 from schemas.status import Quarantined
 from workers.logs import quarantine_logger
@@ -152,9 +152,10 @@ def retry_failed_job() -> int:
 
 def dispatch(queue: Queue, segment: str, events: Sequence[tuple[str, str, str | None]]) -> None:
     """What the dispatcher does with a batch it archived in `segment` (each event's id, kind and
-    session): a job for each follower of batches, over its observed events, and one for each
-    follower of session ends and each session it ends."""
-    observed = [event_id for event_id, kind, _ in events if kind not in DERIVED_KINDS]
+    session): a job for each follower of batches, over the events of the work in it (a batch of
+    recalls alone teaches nothing), and one for each follower of session ends and each session
+    it ends."""
+    observed = [event_id for event_id, kind, _ in events if kind in WORK_KINDS]
     ended = sorted({session for _, kind, session in events if kind == SESSION_ENDED and session})
     for follower in registered():
         match follower.follows:
