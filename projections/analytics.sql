@@ -65,10 +65,11 @@ FROM entities e JOIN opinions o ON o.subject = e.entity_id;
 -- project: where it holds (NULL: everywhere); origin: the project it was made in, global or not.
 CREATE VIEW memory_texts AS
 WITH conversation AS (
-    -- a prompt is the user's; one to a subagent is the agent's task for it
+    -- a prompt is the user's; one to a subagent is the agent's task for it (Claude Code's own
+    -- texts in the user's turn are never in `prompts`: the fold keeps them in harness_messages)
     SELECT event_id AS memory_id, CASE WHEN agent = 'main' THEN 'prompt' ELSE 'task' END AS kind, project,
         session_id, ts, clean_text(prompt) AS text, project AS origin
-    FROM prompts WHERE NOT is_noise(prompt)
+    FROM prompts
     UNION ALL
     SELECT event_id, 'message', project, session_id, ts, clean_text(text), project
     FROM messages WHERE NOT is_noise(text) AND summary_of(text) IS NULL

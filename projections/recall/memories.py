@@ -11,6 +11,7 @@ from typing import Any, NamedTuple
 import duckdb
 import msgspec
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from projections import sql
 from projections.folds import current
@@ -73,7 +74,7 @@ SELECT m.memory_id, m.kind, m.text, m.ts, m.project, m.session_id,
     coalesce(f.category, rm.category) AS category, f.memory_type,
     f.valid_at, f.invalid_at, f.expired_at, f.created_at, f.superseded_by, rm.outcome, rm.agent,
     coalesce(s.derived_from, []) AS derived_from,
-    f.fact_id IS NULL OR ({current("f")}) AS current
+    f.fact_id IS NULL OR ({current("f")}) AS current, m.origin
 FROM memory_texts m
 LEFT JOIN facts f ON f.fact_id = m.memory_id
 LEFT JOIN remembered rm ON rm.event_id = m.memory_id
@@ -108,7 +109,7 @@ FROM (SELECT unnest($ids::VARCHAR[]) AS memory_id) m
 
 class FeatureRows:
     """Every memory's features but those that depend on the prompt, a row each (an Arrow
-    table), found by memory id."""
+    table), found by memory id; and where each was made."""
 
     def __init__(self, table: pa.Table) -> None:
         self.table = table
@@ -117,12 +118,20 @@ class FeatureRows:
     def get(self, ids: list[str]) -> dict[str, dict[str, Any]]:
         """The features of those of `ids` it holds, by name, without `fans` and `associated`."""
         found = [self.position[m] for m in ids if m in self.position]
-        taken = self.table.take(found)
+        taken = self.table.drop_columns(["origin"]).take(found)
         columns = {name: taken.column(name).to_pylist() for name in taken.column_names}
         return {
             m: {name: values[i] for name, values in columns.items()}
             for i, m in enumerate(columns["memory_id"])
         }
+
+    def origins(self) -> dict[str, str]:
+        """Where each global memory (of no project) was made, for those made in one."""
+        table = self.table
+        made = table.filter(
+            pc.and_(pc.is_null(table["project"]), pc.greater(pc.utf8_length(table["origin"]), 0))
+        )
+        return dict(zip(made["memory_id"].to_pylist(), made["origin"].to_pylist(), strict=True))
 
 
 def _feature_rows(db: duckdb.DuckDBPyConnection) -> FeatureRows:
@@ -151,17 +160,12 @@ GROUP BY ALL ORDER BY depth, max(f.confidence) DESC LIMIT $limit
 """
 
 
-# Where the global memories were made, and how related the projects they were made in are to
-# the others (HORA's measure, the view related_projects): read once per snapshot, a row per
-# global memory and per pair of projects related to one's origin. Without global memories, only
-# the first query runs.
-_ORIGINS = """
-SELECT memory_id, origin FROM memory_texts WHERE project IS NULL AND coalesce(origin, '') <> ''
-"""
-
+# How related the projects the global memories were made in are to the others (HORA's measure,
+# the view related_projects): read once per snapshot, a row per pair of projects related to
+# one's origin; never without global memories.
 _RELATED = """
 SELECT project, other, relevance FROM related_projects
-WHERE relevance > 0 AND other IN (SELECT origin FROM memory_texts WHERE project IS NULL)
+WHERE relevance > 0 AND list_contains($origins::VARCHAR[], other)
 """
 
 
@@ -184,12 +188,13 @@ class Kinship:
         return self.related.get((project, origin), 0.0)
 
 
-def _kinship(db: duckdb.DuckDBPyConnection) -> Kinship:
-    """The kinship of the snapshot `db` reads, its recall tables built."""
-    origins: dict[str, str] = dict(db.execute(_ORIGINS).fetchall())
+def _kinship(db: duckdb.DuckDBPyConnection, features: FeatureRows) -> Kinship:
+    """The kinship of the snapshot `db` reads, whose `features` were read."""
+    origins = features.origins()
     if not origins:
         return Kinship({}, {})
-    related = {(a, b): float(r) for a, b, r in db.execute(_RELATED).fetchall()}
+    made_in = sorted(set(origins.values()))
+    related = {(a, b): float(r) for a, b, r in db.execute(_RELATED, {"origins": made_in}).fetchall()}
     return Kinship(origins, related)
 
 
@@ -331,7 +336,8 @@ class Memories:
         db = sql.connect(self.settings)
         try:
             db.execute(_RECALL_TABLES)
-            return Opened(db, identity, _kinship(db), _feature_rows(db))
+            features = _feature_rows(db)
+            return Opened(db, identity, _kinship(db, features), features)
         except BaseException:
             db.close()
             raise

@@ -35,6 +35,8 @@ HARNESS: tuple[tuple[str, str], ...] = (
     ("command", _LEAD + "Caveat: The messages below were generated"),
     ("skill", _LEAD + "Base directory for this skill:"),
 )
+# any of them, as one pattern: one pass of RE2 where trying each in turn took seven
+ANY_HARNESS = "|".join(f"(?:{pattern})" for _, pattern in HARNESS)
 WRAPPED_ONLY: tuple[tuple[str, str], ...] = (
     ("task_notification", _LEAD + "<task-notification>"),
     (
