@@ -40,16 +40,24 @@ class Embedder:
         self.encoder = encoder
         self.cache = cache
         self.vectors = vectors
+        self.synced_as: str | None = None  # the snapshot's MEMORIES_CHANGED_BY when last in step
 
     def sync(
         self,
         db: duckdb.DuckDBPyConnection,
         progress: SyncProgress | None = None,
         stop: Callable[[], bool] = lambda: False,
+        changed_by: str | None = None,
     ) -> SyncReport:
-        """Bring the vectors in step with the memory texts `db` shows (see projections/sql.py)."""
+        """Bring the vectors in step with the memory texts `db` shows (see projections/sql.py).
+        `changed_by`: the event that last changed what the memories say, as the snapshot has it
+        (projections/store.py); the same as when they were last in step (a snapshot of recalls
+        alone), nothing is read. None: not known, so the memory texts are read."""
+        if changed_by is not None and changed_by == self.synced_as and self.vectors.manifest_published():
+            return SyncReport()
         stale, fresh = _changes(db, self.vectors.held())
         if not stale and not fresh.num_rows and self.vectors.manifest_published():
+            self.synced_as = changed_by
             return SyncReport()
         added = chunks = encoded = 0
         finished = True
@@ -66,6 +74,7 @@ class Embedder:
             self.vectors.remove(stale)
         self.vectors.maintain()
         self.vectors.publish_manifest()
+        self.synced_as = changed_by if finished else None
         return SyncReport(added, len(stale) if finished else 0, chunks, encoded, finished)
 
     def close(self) -> None:

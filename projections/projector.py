@@ -23,6 +23,7 @@ from projections.event_log import SCHEMA, EventLog, OnQuarantine
 from projections.folds import FOLDS, MAPPING
 from projections.folds.base import IDENTIFY
 from projections.store import (
+    MEMORIES_CHANGED_BY,
     SCHEMA_VERSION,
     Store,
     current_store,
@@ -35,9 +36,14 @@ from projections.store import (
 )
 from schemas.disk.files import Busy, lock_directory
 from schemas.kinds import PROJECT_IDENTIFIED
+from schemas.registry import TEXTLESS_KINDS
 
 BATCH_EVENTS = 50_000
 MOVED = "projects_moved"  # meta's key: an identification moved what was folded (rebuild)
+_MEMORIES_CHANGED = f"""
+INSERT OR REPLACE INTO meta SELECT '{MEMORIES_CHANGED_BY}', max(id) FROM batch
+WHERE kind NOT IN ({", ".join(f"'{k}'" for k in sorted(TEXTLESS_KINDS))}) HAVING count(*) > 0
+"""
 Progress = Callable[[int], None]
 
 
@@ -57,7 +63,8 @@ def _batches(segments: list[str], rows: dict[str, int], limit: int) -> Iterator[
 def fold_segments(db: duckdb.DuckDBPyConnection, event_log: EventLog, segments: list[str]) -> int:
     """Fold the events of `segments` not folded yet, in one transaction; how many. Each event is
     folded under its project (projections/folds/base.py: MAPPING); if an identification among
-    them moves what was folded before to another project, meta says so (`moved`)."""
+    them moves what was folded before to another project, meta says so (`moved`); and it says
+    which event last changed what memories say (`MEMORIES_CHANGED_BY`)."""
     db.register("segment_rows", _read(event_log, segments))
     db.execute("BEGIN")
     try:
@@ -66,6 +73,7 @@ def fold_segments(db: duckdb.DuckDBPyConnection, event_log: EventLog, segments: 
         folded = db.execute("SELECT count(*) FROM batch").fetchall()[0][0]
         for _, sql in FOLDS:
             db.execute(sql)
+        db.execute(_MEMORIES_CHANGED)
         db.execute("INSERT INTO folded SELECT id FROM batch")
         db.executemany(
             "INSERT OR IGNORE INTO folded_segments VALUES (?)", [[os.path.basename(p)] for p in segments]

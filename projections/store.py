@@ -89,6 +89,19 @@ def unreadable(database: str) -> str | None:
     return None
 
 
+# meta's key: the newest event folded that may have changed what a memory says (its text, its
+# scope, whether it is forgotten: schemas/registry.py TEXTLESS_KINDS): a reader that read the
+# memories as of that event may skip them
+MEMORIES_CHANGED_BY = "memories_changed_by"
+
+
+def memories_changed_by(db: duckdb.DuckDBPyConnection, meta: str = "meta") -> str | None:
+    """MEMORIES_CHANGED_BY of the store `db` reads (`meta`: its table's name there); None when
+    the store says nothing (none folded yet, or a store from before it was said)."""
+    rows = db.execute(f"SELECT value FROM {meta} WHERE key = ?", [MEMORIES_CHANGED_BY]).fetchall()
+    return rows[0][0] if rows else None
+
+
 def schema_version(db: duckdb.DuckDBPyConnection) -> str | None:
     rows = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall()
     return rows[0][0] if rows else None

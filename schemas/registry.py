@@ -87,6 +87,9 @@ KINDS: dict[str, Kind] = {
     )
 }
 DERIVED_KINDS = frozenset(name for name, kind in KINDS.items() if kind.derived)
+# what changes no memory's text, scope or presence: a recall, the activation it records, what an
+# LLM call cost; a batch of these alone leaves the vectors as they were (projections/embedder.py)
+TEXTLESS_KINDS = frozenset({kinds.MEMORY_RETRIEVED, kinds.ACTIVATION_RECORDED, kinds.LLM_USED})
 # what the work did (prompts, tools, sessions, what the user asked to remember), which the
 # thinking workers learn from; not memory's own doings (a recall, a forgetting)
 WORK_KINDS = frozenset(name for name, kind in KINDS.items() if not kind.derived and kind.family != "dynamics")

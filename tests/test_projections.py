@@ -493,3 +493,44 @@ def test_facts_recorded_before_the_ontology_fold_into_it(folding: Folding) -> No
         ("f-part", "e-app", "has_component", "e-db", "part_of", "/repo"),
         ("f-uses", "e-db", "uses", "e-app", None, "/repo"),
     ]
+
+
+def test_the_store_says_which_event_last_changed_what_memories_say(folding: Folding) -> None:
+    """A batch of recalls alone changes no memory's text: the mark stays, and the embedder may
+    skip the memory texts (projections/embedder.py); a prompt, or a forgetting, moves it."""
+    from projections.store import memories_changed_by
+
+    prompt = observed(kinds.PROMPT_SUBMITTED, 1, prompt="fix the build")
+    assert memories_changed_by(folding.fold([prompt])) == prompt.id
+    recalled = observed(kinds.MEMORY_RETRIEVED, 2, query="build", results=[prompt.id], scores=[0.9])
+    assert memories_changed_by(folding.fold([recalled])) == prompt.id
+    forgot = observed(kinds.MEMORY_FORGOTTEN, 3, memory_id=prompt.id, reason="wrong")
+    assert memories_changed_by(folding.fold([forgot])) == forgot.id
+
+
+def test_recall_keeps_the_features_it_read_through_snapshots_of_recalls_alone(
+    folding: Folding, settings: Settings
+) -> None:
+    """Each recall makes a snapshot: recall reads its activations again, and every memory's other
+    features only when a snapshot changed what memories say."""
+    from projections.recall.memories import Memories
+
+    prompt = observed(kinds.PROMPT_SUBMITTED, 1, prompt="fix the build")
+    folding.fold([prompt])
+    memories = Memories(settings, follow=False)
+    first = memories.newer()
+    assert first is not None
+    memories.swap(first)
+    assert memories.features([prompt.id])[prompt.id].uses == []
+    folding.fold([observed(kinds.MEMORY_RETRIEVED, 2, query="build", results=[prompt.id], scores=[0.9])])
+    recalled = memories.newer()
+    assert recalled is not None and recalled.features is first.features
+    memories.swap(recalled)
+    assert len(memories.features([prompt.id])[prompt.id].uses) == 1
+    later = observed(kinds.PROMPT_SUBMITTED, 3, prompt="and the docs")
+    folding.fold([later])
+    changed = memories.newer()
+    assert changed is not None and changed.features is not first.features
+    memories.swap(changed)
+    assert set(memories.features([prompt.id, later.id])) == {prompt.id, later.id}
+    memories.close()

@@ -306,3 +306,15 @@ def test_embed_once_before_any_snapshot_says_what_to_do(env: dict[str, str]) -> 
     done = subprocess.run([str(BIN), "embed"], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 1
     assert "nothing to embed yet" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_memories_unchanged_since_the_vectors_were_in_step_are_not_read_again(embedder: Embedder) -> None:
+    """The snapshot's mark of the event that last changed what memories say (projections/store.py):
+    the same as at the last sync, the texts are not read; another, or none, they are."""
+    db = memory_texts(("m1", "prompt", "keep me"), ("m2", "prompt", "drop me"))
+    embedder.sync(db, changed_by="e1")
+    db.execute("DELETE FROM memories WHERE memory_id = 'm2'")  # as no snapshot marked e1 would
+    assert embedder.sync(db, changed_by="e1").memories_removed == 0
+    assert embedder.sync(db, changed_by="e2").memories_removed == 1
+    db.execute("DELETE FROM memories WHERE memory_id = 'm1'")
+    assert embedder.sync(db).memories_removed == 1  # not known: read

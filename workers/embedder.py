@@ -19,6 +19,7 @@ import structlog
 from projections import sql
 from projections.embedder import Embedder, SyncProgress, SyncReport
 from projections.embedding_model import EmbeddingCache, Encoder, load_encoder
+from projections.store import memories_changed_by
 from projections.vectors import Vectors
 from schemas.disk.files import Busy, lock_directory
 from schemas.settings import BACKGROUND_NICENESS, Settings
@@ -51,7 +52,8 @@ def sync_once(
 ) -> SyncReport:
     """One round against the snapshot published last; sql.NoSnapshot if there is none yet."""
     with sql.connect(settings, snapshot_required=True) as db:
-        return embedder.sync(db, progress, stop.is_set if stop else lambda: False)
+        changed_by = memories_changed_by(db, "projections.meta")
+        return embedder.sync(db, progress, stop.is_set if stop else lambda: False, changed_by)
 
 
 def prune_vectors(settings: Settings, keep: str) -> None:

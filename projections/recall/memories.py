@@ -16,6 +16,7 @@ import pyarrow.compute as pc
 from projections import sql
 from projections.folds import current
 from projections.recall.words import covered, word_set
+from projections.store import memories_changed_by
 from schemas import kinds
 from schemas.settings import Settings
 
@@ -48,24 +49,19 @@ class Features(msgspec.Struct, frozen=True):
     current: bool = True  # a fact's: believed now (projections/folds/facts.py `current`)
 
 
-# Built once per snapshot, off the request path (`Memories.newer`): what scoring needs of every
-# memory, read into Arrow (30 MB and 35 ms at 100k memories): a recall takes its few dozen rows
-# by position in 3 ms, where DuckDB's join by index took 13.
+# Built off the request path (`Memories.newer`), when a snapshot changed what memories are: what
+# scoring needs of every memory but its activations, read into Arrow (30 MB and 35 ms at 100k
+# memories, of 0.35 s for the whole snapshot): a recall takes its few dozen rows by position in
+# 3 ms, where DuckDB's join by index took 13.
 _FEATURE_ROWS = f"""
 WITH sources AS (  -- what each fact was drawn from: the events behind its assertions
     SELECT h.fact_id AS memory_id, list(DISTINCT p.caused_by ORDER BY p.caused_by) AS derived_from
     FROM fact_history h JOIN provenance p ON p.event_id = h.event_id
     WHERE h.kind = '{kinds.FACT_ASSERTED}'
     GROUP BY h.fact_id
-), activations AS (
-    SELECT memory_id,
-        list(epoch(activated_at) ORDER BY activated_at) FILTER (cause NOT IN ('used', 'failed')) AS uses,
-        list(epoch(activated_at) ORDER BY activated_at) FILTER (cause = 'failed') AS failed
-    FROM activation_log GROUP BY memory_id
 )
 SELECT m.memory_id, m.kind, m.text, m.ts, m.project, m.session_id,
     coalesce(f.confidence, o.confidence, 1.0) AS confidence,
-    coalesce(a.uses, []) AS uses, coalesce(a.failed, []) AS failed,
     coalesce(e.outcome = 'failure' OR e.emotional_weight > 1 OR f.category = 'errors', false)
         OR EXISTS (SELECT 1 FROM signals s WHERE s.subject = m.memory_id AND s.signal = 'correction')
         AS emotional,
@@ -80,9 +76,19 @@ LEFT JOIN facts f ON f.fact_id = m.memory_id
 LEFT JOIN remembered rm ON rm.event_id = m.memory_id
 LEFT JOIN opinions o ON o.opinion_id = m.memory_id
 LEFT JOIN episodes e ON e.episode_id = m.memory_id
-LEFT JOIN activations a ON a.memory_id = m.memory_id
 LEFT JOIN sources s ON s.memory_id = m.memory_id
 """
+
+# Read with every snapshot (every recall is one): when each memory was recalled or otherwise
+# activated, and which of those recalls did not help (POSIX seconds: a recalled memory has
+# hundreds, which DuckDB hands over far faster as numbers than as datetimes)
+_ACTIVATIONS = """
+SELECT memory_id,
+    list(epoch(activated_at) ORDER BY activated_at) FILTER (cause NOT IN ('used', 'failed')),
+    list(epoch(activated_at) ORDER BY activated_at) FILTER (cause = 'failed')
+FROM activation_log GROUP BY memory_id
+"""
+Activations = dict[str, tuple[list[float], list[float]]]
 
 # Who each memory is about, for the entities a prompt names: their fans and associations.
 _RECALL_TABLES = """
@@ -108,15 +114,18 @@ FROM (SELECT unnest($ids::VARCHAR[]) AS memory_id) m
 
 
 class FeatureRows:
-    """Every memory's features but those that depend on the prompt, a row each (an Arrow
-    table), found by memory id; and where each was made."""
+    """Every memory's features but its activations and those that depend on the prompt, a row
+    each (an Arrow table), found by memory id; and where each was made. `changed_by`: the
+    snapshot's last event that changed what memories say, when they were read."""
 
-    def __init__(self, table: pa.Table) -> None:
+    def __init__(self, table: pa.Table, changed_by: str | None) -> None:
         self.table = table
+        self.changed_by = changed_by
         self.position = {m: i for i, m in enumerate(table.column("memory_id").to_pylist())}
 
     def get(self, ids: list[str]) -> dict[str, dict[str, Any]]:
-        """The features of those of `ids` it holds, by name, without `fans` and `associated`."""
+        """The features of those of `ids` it holds, by name, without activations, `fans` and
+        `associated`."""
         found = [self.position[m] for m in ids if m in self.position]
         taken = self.table.drop_columns(["origin"]).take(found)
         columns = {name: taken.column(name).to_pylist() for name in taken.column_names}
@@ -134,8 +143,16 @@ class FeatureRows:
         return dict(zip(made["memory_id"].to_pylist(), made["origin"].to_pylist(), strict=True))
 
 
-def _feature_rows(db: duckdb.DuckDBPyConnection) -> FeatureRows:
-    return FeatureRows(db.sql(_FEATURE_ROWS).to_arrow_table())
+def _feature_rows(db: duckdb.DuckDBPyConnection, read: FeatureRows | None) -> FeatureRows:
+    """The features of the snapshot `db` reads: those `read` before, if no memory changed since."""
+    changed_by = memories_changed_by(db, "projections.meta")
+    if read is not None and changed_by is not None and changed_by == read.changed_by:
+        return read
+    return FeatureRows(db.sql(_FEATURE_ROWS).to_arrow_table(), changed_by)
+
+
+def _activations(db: duckdb.DuckDBPyConnection) -> Activations:
+    return {m: (uses or [], failed or []) for m, uses, failed in db.execute(_ACTIVATIONS).fetchall()}
 
 
 # Entities the prompt names, then breadth first along facts to depth 2; the facts met on the
@@ -302,6 +319,7 @@ class Opened(NamedTuple):
     identity: tuple[int, int] | None
     kinship: Kinship
     features: FeatureRows
+    activations: Activations
 
 
 class Memories:
@@ -319,6 +337,7 @@ class Memories:
         self._snapshot: tuple[int, int] | None = None
         self._kinship = Kinship({}, {})
         self._features: FeatureRows | None = None
+        self._activations: Activations = {}
 
     def db(self) -> duckdb.DuckDBPyConnection:
         """The connection recall reads (opened on first use)."""
@@ -336,8 +355,9 @@ class Memories:
         db = sql.connect(self.settings)
         try:
             db.execute(_RECALL_TABLES)
-            features = _feature_rows(db)
-            return Opened(db, identity, _kinship(db, features), features)
+            features = _feature_rows(db, self._features)
+            kinship = self._kinship if features is self._features else _kinship(db, features)
+            return Opened(db, identity, kinship, features, _activations(db))
         except BaseException:
             db.close()
             raise
@@ -345,7 +365,7 @@ class Memories:
     def swap(self, opened: Opened) -> None:
         """Read through `opened` from now on (no recall may be running)."""
         old = self._db
-        self._db, self._snapshot, self._kinship, self._features = opened
+        self._db, self._snapshot, self._kinship, self._features, self._activations = opened
         if old is not None:
             old.close()
 
@@ -371,10 +391,12 @@ class Memories:
         if named and found:
             rows = db.execute(_ABOUT_NAMED, {"ids": list(found), "named": named}).fetchall()
             about = {m: (fans, associated) for m, fans, associated in rows}
-        return {
-            m: Features(**row, fans=about.get(m, ([], 0.0))[0], associated=about.get(m, ([], 0.0))[1])
-            for m, row in found.items()
-        }
+        features = {}
+        for m, row in found.items():
+            uses, failed = self._activations.get(m, ([], []))
+            fans, associated = about.get(m, ([], 0.0))
+            features[m] = Features(**row, uses=uses, failed=failed, fans=fans, associated=associated)
+        return features
 
     def named_entities(self, text: str, words: list[str]) -> list[str]:
         """The entities `text` names (by name, or by one of its `words` as an alias)."""
