@@ -248,3 +248,34 @@ def test_a_hook_that_died_mid_spool_is_delivered_once_its_file_is_old(
     assert not os.path.exists(temp)
     dispatcher.archive(dispatcher.read(">"))
     assert archived_ids(settings) == [event_id]
+
+
+def test_a_batch_gathers_what_follows_its_first_event_unless_it_is_full(
+    dispatcher: Dispatcher, client: fakeredis.FakeRedis
+) -> None:
+    """A prompt's event and the recall it sets off make one batch: what comes while the batch
+    waits (GATHER_S) is read with it; a full batch, or one read as the dispatcher stops, waits
+    for nothing more."""
+    waited: list[float | None] = []
+
+    class Meanwhile(threading.Event):
+        def __init__(self, *later: bytes, stopping: bool = False) -> None:
+            super().__init__()
+            self.later, self.stopping = later, stopping
+
+        def wait(self, timeout: float | None = None) -> bool:
+            waited.append(timeout)
+            append(client, self.later)
+            return self.stopping
+
+    (first_id, first), (then_id, then) = event("prompt"), event("recall")
+    append(client, [first])
+    gathered = dispatcher.gather(Meanwhile(then))
+    assert [json.loads(e[1][b"e"])["id"] for e in gathered] == [first_id, then_id]
+    assert waited == [dispatching.GATHER_S]
+    dispatcher.archive(gathered)
+    append(client, [event("late")[1]])
+    assert len(dispatcher.gather(Meanwhile(event("stopped")[1], stopping=True))) == 1
+    dispatcher.batch_size = 2
+    append(client, [event("a")[1], event("b")[1]])
+    assert len(dispatcher.gather(Meanwhile())) == 2 and len(waited) == 2

@@ -126,7 +126,8 @@ def _follow_snapshots(
                 log.exception("vectors.sync_failed", retry_in_s=wait)
                 wait = min(wait * 2, _MAX_BACKOFF_S)
             else:
-                log.info("vectors.synced", **msgspec.structs.asdict(report))
+                if report != SyncReport():  # a round with nothing to do says nothing
+                    log.info("vectors.synced", **msgspec.structs.asdict(report))
                 wait = interval_s
                 if report.finished:
                     seen = snapshot
