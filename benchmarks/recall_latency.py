@@ -7,11 +7,13 @@ embedding cache is filled first with the real vector of each turn moved by a lit
 noise (as benchmarks/vector_search.py does): the embedder then takes every vector from the
 cache, and indexes, folds and publishes as it always does. Once every memory is embedded, it
 times LoCoMo questions asked of the service over its socket (`reverie recall`'s request), then
-the whole `reverie hook UserPromptSubmit` process, which asks the service and prints the
-context to inject. The questions come a pause apart, as from a person: each recall appends
-a memory.retrieved event, which the stack folds and embeds meanwhile (`--pause 0` asks back
-to back, while the stack is still busy with the answers before). With `--adversarial SHARE`,
-that share of the questions (evenly spread) is what pastes bring: a 16,000-character hash, 60,000
+the whole UserPromptSubmit hook as `reverie install claude-code` writes it (`PYTHON -S -I
+.../ingest/launcher.py UserPromptSubmit`, through `/bin/sh -c` as Claude Code runs it), which
+asks the service and prints the context to inject. The questions come a pause apart, as from
+a person: each recall appends a memory.retrieved event, which the stack folds and embeds
+meanwhile (`--pause 0` asks back to back, while the stack is still busy with the answers
+before). With `--adversarial SHARE`, that share of the questions (evenly spread) is what pastes
+bring: a 16,000-character hash, 60,000
 CJK characters, a million characters; p99 and the worst adversarial answer are reported apart.
 With `--busy N`, N processes spin on the CPU while the questions are timed (a machine busy with
 builds and tests: 2 on 2 cores doubles the load); the hooks that printed no memories, the
@@ -43,10 +45,12 @@ from benchmarks.hook_latency import compile_bytecode, percentile  # noqa: E402
 from benchmarks.locomo import embedded_turns, wait_until_embedded  # noqa: E402
 from benchmarks.vector_search import NOISE  # noqa: E402
 from ingest.emit import append  # noqa: E402
+from ingest.envelope import compile_patterns  # noqa: E402
 from ingest.injection import ask  # noqa: E402
 from ingest.project import project_of  # noqa: E402
 from projections.chunking import chunk  # noqa: E402
 from projections.embedding_model import EmbeddingCache, content_hash, load_encoder  # noqa: E402
+from reverie.installing.entries import launcher_command  # noqa: E402
 from schemas.recall import REQUEST_LIMIT  # noqa: E402
 from schemas.settings import Settings  # noqa: E402
 from schemas.text.gist import gist  # noqa: E402
@@ -150,7 +154,7 @@ def measure(
             asked, hostile = interleaved(queries, share)
             service = _service_times(settings, asked, pause_s)
             hooked, hook_hostile = interleaved(queries[: max(len(queries) // 4, 20)], share * 4)
-            hook, answered = _hook_times(reverie, env, hooked, pause_s)
+            hook, answered = _hook_times(env, hooked, pause_s)
         finally:
             for spinner in spinning:
                 spinner.kill()
@@ -212,20 +216,17 @@ def _service_times(settings: Settings, queries: list[str], pause_s: float) -> li
     return times
 
 
-def _hook_times(
-    reverie: str, env: dict[str, str], queries: list[str], pause_s: float
-) -> tuple[list[float], int]:
+def _hook_times(env: dict[str, str], queries: list[str], pause_s: float) -> tuple[list[float], int]:
     """Wall times of the hook process, and how many printed memories (the others, past the
     deadline, printed the profile or nothing)."""
     hook_env = env | {"CLAUDE_PROJECT_DIR": PROJECT_DIR}
+    installed = ["/bin/sh", "-c", launcher_command("UserPromptSubmit")]
     times, answered = [], 0
     for query in queries:
         payload = json.dumps({"hook_event_name": "UserPromptSubmit", "session_id": "bench", "prompt": query})
         time.sleep(pause_s)
         began = time.perf_counter()
-        done = subprocess.run(
-            [reverie, "hook", "UserPromptSubmit"], input=payload.encode(), env=hook_env, capture_output=True
-        )
+        done = subprocess.run(installed, input=payload.encode(), env=hook_env, capture_output=True)
         times.append((time.perf_counter() - began) * 1000)
         assert done.returncode == 0, done.stderr
         answered += b"<reverie-memory>" in done.stdout
@@ -246,6 +247,7 @@ def main() -> None:
     reverie = shutil.which("reverie", path=os.path.dirname(sys.executable))
     assert reverie, "reverie is not installed beside this python"
     compile_bytecode()
+    compile_patterns()  # as `reverie install claude-code` does
     queries = locomo_questions()[: args.queries]
     for n in args.memories:
         measured = measure(n, queries, reverie, args.pause, args.home, args.adversarial, args.busy)

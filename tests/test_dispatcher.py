@@ -271,7 +271,7 @@ def test_a_batch_gathers_what_follows_its_first_event_unless_it_is_full(
     (first_id, first), (then_id, then) = event("prompt"), event("recall")
     append(client, [first])
     gathered = dispatcher.gather(Meanwhile(then))
-    assert [json.loads(e[1][b"e"])["id"] for e in gathered] == [first_id, then_id]
+    assert [json.loads((fields or {})[b"e"])["id"] for _, fields in gathered] == [first_id, then_id]
     assert waited == [dispatching.GATHER_S]
     dispatcher.archive(gathered)
     append(client, [event("late")[1]])
