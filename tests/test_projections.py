@@ -534,3 +534,27 @@ def test_recall_keeps_the_features_it_read_through_snapshots_of_recalls_alone(
     memories.swap(changed)
     assert set(memories.features([prompt.id, later.id])) == {prompt.id, later.id}
     memories.close()
+
+
+def test_features_read_hold_until_a_memory_changes_or_a_fact_begins_or_ends() -> None:
+    """A fact current now may end later (or begin): the features read say which facts are
+    current, so they hold until the first such instant, however quiet the memories stay."""
+    import pyarrow as pa
+
+    from projections.recall.memories import FeatureRows
+
+    read_at = datetime(2026, 11, 1, 12, tzinfo=UTC)
+    when = pa.timestamp("us", tz="UTC")
+    table = pa.table({
+        "memory_id": ["f1", "f2", "p1"],
+        "project": ["/a", "/a", "/a"],
+        "origin": ["/a", "/a", "/a"],
+        "valid_at": pa.array([read_at - timedelta(days=1), read_at + timedelta(hours=3), None], when),
+        "invalid_at": pa.array([read_at + timedelta(hours=1), None, None], when),
+    })  # fmt: skip
+    read = FeatureRows(table, "e1", read_at)
+    assert read.until == read_at + timedelta(hours=1)
+    assert read.hold("e1", read_at + timedelta(minutes=59))
+    assert not read.hold("e1", read_at + timedelta(hours=1))  # f1 ends: current no longer
+    assert not read.hold("e2", read_at) and not read.hold(None, read_at)
+    assert FeatureRows(table.slice(2), "e1", read_at).until is None

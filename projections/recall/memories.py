@@ -5,7 +5,7 @@ Reads the projector's published snapshot through one connection, opened again wh
 snapshot is published (see projections/sql.py).
 """
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 import duckdb
@@ -116,12 +116,24 @@ FROM (SELECT unnest($ids::VARCHAR[]) AS memory_id) m
 class FeatureRows:
     """Every memory's features but its activations and those that depend on the prompt, a row
     each (an Arrow table), found by memory id; and where each was made. `changed_by`: the
-    snapshot's last event that changed what memories say, when they were read."""
+    snapshot's last event that changed what memories say, when they were read (`read_at`, or
+    before). They hold until a memory changes or `until`: the first instant after `read_at` at
+    which a fact begins or ends, and so is current or no longer (None: none will)."""
 
-    def __init__(self, table: pa.Table, changed_by: str | None) -> None:
+    def __init__(self, table: pa.Table, changed_by: str | None, read_at: datetime) -> None:
         self.table = table
         self.changed_by = changed_by
         self.position = {m: i for i, m in enumerate(table.column("memory_id").to_pylist())}
+        later = [_first_after(table[column], read_at) for column in ("valid_at", "invalid_at")]
+        self.until = min((t for t in later if t is not None), default=None)
+
+    def hold(self, changed_by: str | None, now: datetime) -> bool:
+        """Whether these are still the features of a snapshot whose mark is `changed_by`, `now`."""
+        return (
+            changed_by is not None
+            and changed_by == self.changed_by
+            and (self.until is None or now < self.until)
+        )
 
     def get(self, ids: list[str]) -> dict[str, dict[str, Any]]:
         """The features of those of `ids` it holds, by name, without activations, `fans` and
@@ -144,11 +156,18 @@ class FeatureRows:
 
 
 def _feature_rows(db: duckdb.DuckDBPyConnection, read: FeatureRows | None) -> FeatureRows:
-    """The features of the snapshot `db` reads: those `read` before, if no memory changed since."""
+    """The features of the snapshot `db` reads: those `read` before, if they still hold."""
     changed_by = memories_changed_by(db, "projections.meta")
-    if read is not None and changed_by is not None and changed_by == read.changed_by:
+    now = datetime.now(UTC)  # before the query's now(): no fact's start or end falls between
+    if read is not None and read.hold(changed_by, now):
         return read
-    return FeatureRows(db.sql(_FEATURE_ROWS).to_arrow_table(), changed_by)
+    return FeatureRows(db.sql(_FEATURE_ROWS).to_arrow_table(), changed_by, now)
+
+
+def _first_after(times: pa.ChunkedArray, instant: datetime) -> datetime | None:
+    later = pc.filter(times, pc.greater(times, pa.scalar(instant, type=times.type)))
+    found = pc.min(later).as_py()
+    return found if isinstance(found, datetime) else None
 
 
 def _activations(db: duckdb.DuckDBPyConnection) -> Activations:
