@@ -88,12 +88,12 @@ class RecallService:
             return {"vectors": vectors.astype("<f4").tobytes()}
         if request.status:
             return {"status": self._status()}
-        deadline = time.monotonic() + min(request.deadline_s or _DEADLINE_S, _DEADLINE_S)
-        if not self.lock.acquire(timeout=max(deadline - time.monotonic(), 0.0)):
-            raise Overdue("the recall service is busy with other requests")
         asked = (
             request if request.reflect is None else evidence_request(request.prompt, request.project or "")
         )
+        deadline = time.monotonic() + min(request.deadline_s or _DEADLINE_S, _DEADLINE_S)
+        if not self.lock.acquire(timeout=max(deadline - time.monotonic(), 0.0)):
+            raise Overdue("the recall service is busy with other requests")
         try:
             if request.hook == "SessionStart":
                 return {"context": self._session_start(request)}
