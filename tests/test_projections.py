@@ -558,3 +558,4 @@ def test_features_read_hold_until_a_memory_changes_or_a_fact_begins_or_ends() ->
     assert not read.hold("e1", read_at + timedelta(hours=1))  # f1 ends: current no longer
     assert not read.hold("e2", read_at) and not read.hold(None, read_at)
     assert FeatureRows(table.slice(2), "e1", read_at).until is None
+    assert read.get(["f2", "gone"]).keys() == {"f2"} and read.get(["gone"]) == {}  # not embedded yet

@@ -138,7 +138,7 @@ class FeatureRows:
     def get(self, ids: list[str]) -> dict[str, dict[str, Any]]:
         """The features of those of `ids` it holds, by name, without activations, `fans` and
         `associated`."""
-        found = [self.position[m] for m in ids if m in self.position]
+        found = pa.array([self.position[m] for m in ids if m in self.position], pa.int64())
         taken = self.table.drop_columns(["origin"]).take(found)
         columns = {name: taken.column(name).to_pylist() for name in taken.column_names}
         return {
