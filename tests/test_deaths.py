@@ -9,9 +9,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from functools import partial
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import pytest
 from rq import Queue
@@ -20,6 +18,7 @@ from rq.job import JobStatus
 from schemas import kinds
 from schemas.ids import new_event_id
 from schemas.settings import QUEUE, Settings
+from tests.support.http import QuietHandler, on_loopback
 from tests.support.processes import BIN, Stack, children, run_hook, stack_processes, wait_for
 from workers.redis_client import connect, is_up
 from workers.status import stack_status
@@ -54,7 +53,7 @@ class HeldLLM:
         self.closing = threading.Event()
         fake = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_POST(self) -> None:
                 self.rfile.read(int(self.headers["content-length"]))
                 fake.requests += 1
@@ -64,18 +63,9 @@ class HeldLLM:
                 message = {"role": "assistant", "content": json.dumps(ANSWER)}
                 usage = {"prompt_tokens": 1000, "completion_tokens": 250}
                 data = json.dumps({"choices": [{"message": message}], "usage": usage}).encode()
-                self.send_response(200)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                self.reply(200, "application/json", data)
 
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.server = on_loopback(Handler)
 
     def env(self) -> dict[str, str]:
         """What the stack's environment takes to extract each session with this model."""
@@ -219,7 +209,7 @@ def test_the_supervisor_killed_while_it_stops_the_stack_leaves_no_process(
     assert stack.process is not None
     supervisor = stack.process.pid
     running = len(children(supervisor))
-    stack.process.terminate()  # it stops its processes one by one, the last started first
+    stack.process.terminate()  # it stops its processes together, the server last
     wait_for(lambda: len(children(supervisor)) <= running - exited, timeout=60, what=f"{exited} stopped")
     _kill(stack.process)
     _none_left(settings, f"while it stopped the stack, {exited} processes stopped")

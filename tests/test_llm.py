@@ -2,13 +2,12 @@
 Anthropic Messages server answer well, badly (malformed JSON, refusals, HTTP 429 and 500) or
 never; every bad answer falls back on the deterministic extractor without losing the session."""
 
+import contextlib
 import json
 import os
-import threading
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import fakeredis
@@ -23,6 +22,7 @@ from schemas.ids import new_event_id
 from schemas.llm import Extracted, extracted_schema
 from schemas.settings import Settings
 from tests.support.claude_code import Block, FakeMessagesAPI, text_block, tool_results, tool_use
+from tests.support.http import QuietHandler, on_loopback
 from workers.extraction.llm_reading import ask, digest, memories
 from workers.llm.config import BadSettings, LLMSettings, llm_settings
 from workers.thinking.runner import Session, run
@@ -51,28 +51,17 @@ class FakeLLM:
         self.requests: list[dict[str, Any]] = []
         fake = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["content-length"])))
                 fake.requests.append({"path": self.path, **body})
                 status, body, delay = fake.answers[min(len(fake.requests), len(fake.answers)) - 1]
                 time.sleep(delay)
                 data = body if isinstance(body, bytes) else json.dumps(body).encode()
-                try:
-                    self.send_response(status)
-                    self.send_header("content-type", "application/json")
-                    self.send_header("content-length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-                except OSError:  # the client gave up waiting
-                    pass
+                with contextlib.suppress(OSError):  # the client gave up waiting
+                    self.reply(status, "application/json", data)
 
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.server = on_loopback(Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
 
     def close(self) -> None:

@@ -4,10 +4,11 @@ scripted model."""
 
 import json
 import subprocess
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from tests.support.http import QuietHandler, on_loopback
 
 Block = dict[str, Any]  # a content block of the Messages API: text, or tool_use
 
@@ -27,13 +28,11 @@ class FakeMessagesAPI:
     turn asking for that tool), or with `status`, if not 200, for every request."""
 
     def __init__(self, respond: Callable[[dict[str, Any]], Block], status: int = 200) -> None:
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
         self.respond, self.status = respond, status
         self.requests: list[dict[str, Any]] = []
         fake = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             protocol_version = "HTTP/1.1"
 
             def do_POST(self) -> None:
@@ -48,19 +47,7 @@ class FakeMessagesAPI:
                 else:
                     self.reply(200, "text/event-stream", fake.stream(body))
 
-            def reply(self, status: int, content_type: str, data: bytes) -> None:
-                self.send_response(status)
-                self.send_header("content-type", content_type)
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.server = on_loopback(Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
 
     def stream(self, body: dict[str, Any]) -> bytes:
