@@ -14,6 +14,7 @@ from ingest.project import project_of
 from schemas.settings import Settings
 from tests.support.captures import TRANSCRIPTS
 from tests.support.processes import BIN, Stack, wait_for
+from workers.recall_service import REFRESH_S
 
 pytestmark = pytest.mark.integration
 
@@ -22,14 +23,18 @@ ASKED = ["fact-debounce", "debug-propagators", "arch-tail-supervision", "conv-mi
 
 
 def settled(settings: Settings, timeout: float = 600) -> tuple[int, int, int]:
-    """The stack's state once it has nothing left to do, twice in a row."""
+    """The stack's state once it has nothing left to do, twice in a row, 2 s apart: the recall
+    service reads what the embedder published once a second (`REFRESH_S`), so by then it has
+    read the last of it (two looks 50 ms apart let a recall read the vectors of before)."""
     seen: list[Any] = []
 
     def steady() -> Any:
         seen.append(settled_state(settings))
         return len(seen) > 1 and seen[-1] is not None and seen[-1] == seen[-2] and seen[-1]
 
-    state: tuple[int, int, int] = wait_for(steady, timeout=timeout, what="the stack to settle")
+    state: tuple[int, int, int] = wait_for(
+        steady, timeout=timeout, what="the stack to settle", every=2 * REFRESH_S
+    )
     return state
 
 

@@ -59,7 +59,7 @@ from workers.reflection import reflection
 from workers.status import stack_status
 
 log = structlog.get_logger("reverie.recall")
-_REFRESH_S = 1.0  # how often the service looks for new memories
+REFRESH_S = 1.0  # how often the service looks for new memories
 # How often it reads a snapshot that brings no new memory, only recalls and what the workers
 # learned (a recall's activations, a fact's confidence): building recall's tables of a snapshot
 # costs 230 ms at 100k memories, and every recall makes a snapshot.
@@ -338,7 +338,7 @@ def run_recall_service(settings: Settings, stop: threading.Event) -> None:
     )
     embedding.start()
     try:
-        while not stop.wait(_REFRESH_S):
+        while not stop.wait(REFRESH_S):
             if not embedding.is_alive():  # it ended by an error: a new process starts it again
                 raise RuntimeError("the embedding thread stopped; see its error above")
             service.refresh()
