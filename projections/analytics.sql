@@ -68,11 +68,11 @@ WITH conversation AS (
     -- a prompt is the user's; one to a subagent is the agent's task for it (Claude Code's own
     -- texts in the user's turn are never in `prompts`: the fold keeps them in harness_messages)
     SELECT event_id AS memory_id, CASE WHEN agent = 'main' THEN 'prompt' ELSE 'task' END AS kind, project,
-        session_id, ts, clean_text(prompt) AS text, project AS origin
+        session_id, ts, clean AS text, project AS origin
     FROM prompts
     UNION ALL
-    SELECT event_id, 'message', project, session_id, ts, clean_text(text), project
-    FROM messages WHERE NOT is_noise(text) AND summary_of(text) IS NULL
+    SELECT event_id, 'message', project, session_id, ts, clean, project
+    FROM messages WHERE NOT is_noise_clean(clean) AND summary_of(text) IS NULL
 ),
 -- Claude Code's summaries of compacted conversations: distilled, not a turn (the summary itself,
 -- without the analysis before it)

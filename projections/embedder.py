@@ -53,10 +53,13 @@ class Embedder:
         `changed_by`: the event that last changed what the memories say, as the snapshot has it
         (projections/store.py); the same as when they were last in step (a snapshot of recalls
         alone), nothing is read. None: not known, so the memory texts are read."""
-        if changed_by is not None and changed_by == self.synced_as and self.vectors.manifest_published():
+        published = self.vectors.published_version() is not None  # else damaged, missing or older
+        if changed_by is not None and changed_by == self.synced_as and published:
             return SyncReport()
         stale, fresh = _changes(db, self.vectors.held())
-        if not stale and not fresh.num_rows and self.vectors.manifest_published():
+        if not stale and not fresh.num_rows:
+            if not published:
+                self.vectors.publish_manifest()
             self.synced_as = changed_by
             return SyncReport()
         added = chunks = encoded = 0
@@ -73,7 +76,6 @@ class Embedder:
         if finished:  # after the adds: a reworded memory keeps its old chunks until its new ones are in
             self.vectors.remove(stale)
         self.vectors.maintain()
-        self.vectors.publish_manifest()
         self.synced_as = changed_by if finished else None
         return SyncReport(added, len(stale) if finished else 0, chunks, encoded, finished)
 

@@ -102,7 +102,7 @@ class MemoryTable(msgspec.Struct, frozen=True):
 
     name: str
     id: str  # a memory's id: its derived kinds' subject, or the observed event that is the memory
-    text: str  # what says it (an episode's title, its summary following)
+    text: str  # what says it (an episode's title, its summary following; a prompt's words, cleaned)
     scope: str | None  # where it holds: its project, or everywhere ('global'); None: its project
     made_by: tuple[str, ...]  # the kinds whose events make its rows
 
@@ -122,8 +122,8 @@ def _memories(name: str, id_: str, text: str, scope: str | None, *made_by: str) 
 MEMORY_TABLES: dict[str, MemoryTable] = {
     table.name: table
     for table in (  # table, id, text and scope columns, the kinds that make it
-        _memories("prompts", "event_id", "prompt", None, kinds.PROMPT_SUBMITTED),
-        _memories("messages", "event_id", "text", None, kinds.ASSISTANT_STOPPED, kinds.SUBAGENT_STOPPED),
+        _memories("prompts", "event_id", "clean", None, kinds.PROMPT_SUBMITTED),
+        _memories("messages", "event_id", "clean", None, kinds.ASSISTANT_STOPPED, kinds.SUBAGENT_STOPPED),
         _memories(
             "compactions", "event_id", "summary", None, kinds.COMPACTION_STARTED, kinds.COMPACTION_FINISHED
         ),

@@ -237,3 +237,37 @@ def test_dead_rows_are_counted_until_a_quarter_makes_the_index_read_all_again(ve
         index.sync()
     assert index.rows.count == 8  # 3 dead of 11: read again, only the living
     assert set(index.rows.ids[index.rows.alive]) == {f"m{n}" for n in range(8)}
+
+
+def test_the_index_reads_what_the_manifest_names_not_what_the_table_holds(vectors: Vectors) -> None:
+    add(vectors, "a", "the deploy key")
+    index = MemoryIndex(vectors)
+    assert index.sync() and set(index.rows.row_of) == {"a"}
+    published = vectors.published_version()
+    row = {
+        "memory_id": "b",
+        "chunk": 0,
+        "kind": "prompt",
+        "project": "p",
+        "session_id": "s1",
+        "ts": T0,
+        "text": "being written",
+        "content_hash": content_hash("being written"),
+        "vector": [1.0, 0, 0, 0],
+    }
+    vectors.table.add(pa.Table.from_pylist([row], schema=vectors.schema))  # a round writing, unpublished
+    assert not index.sync() and set(index.rows.row_of) == {"a"}
+    Vectors(vectors.path, DIM).publish_manifest()  # a writer that reads what the table holds
+    assert vectors.published_version() != published
+    assert index.sync() and set(index.rows.row_of) == {"a", "b"}
+
+
+def test_what_the_vectors_hold_is_kept_in_step_without_reading_the_table(vectors: Vectors) -> None:
+    add(vectors, "a", "one", "two")
+    add(vectors, "b", "three")
+    vectors.remove([("a", content_hash("one two"))])
+    add(vectors, "c", "four")
+    kept = vectors.held().sort_by("memory_id").to_pylist()
+    assert kept == Vectors(vectors.path, DIM).held().sort_by("memory_id").to_pylist()  # read afresh
+    assert [row["memory_id"] for row in kept] == ["b", "c"]
+    assert vectors.published().sort_by("memory_id").to_pylist() == kept

@@ -135,6 +135,18 @@ def test_every_memory_has_its_vectors_and_every_vector_its_memory(
     assert sync_once(settings, embedder).memories_added == 0  # nothing new: nothing done
 
 
+def test_a_followers_connection_reads_the_files_only_once_asked(
+    folded: Folding, embedder: Embedder, settings: Settings
+) -> None:
+    sync_once(settings, embedder)
+    with sql.connect(settings, files=False) as db:
+        assert rows(db, "SELECT count(*) FROM embedded") == rows(db, "SELECT count(*) FROM events") == [(0,)]
+        assert rows(db, "SELECT embedding_coverage FROM memory_health") == [(0.0,)]
+        sql.read_files(db, settings)
+        assert rows(db, "SELECT embedding_coverage FROM memory_health") == [(1.0,)]
+        assert rows(db, "SELECT count(*) > 0 FROM events") == [(True,)]
+
+
 def test_a_memory_whose_text_changed_is_embedded_again(
     folded: Folding, embedder: Embedder, settings: Settings
 ) -> None:

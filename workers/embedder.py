@@ -51,7 +51,7 @@ def sync_once(
     stop: threading.Event | None = None,
 ) -> SyncReport:
     """One round against the snapshot published last; sql.NoSnapshot if there is none yet."""
-    with sql.connect(settings, snapshot_required=True) as db:
+    with sql.connect(settings, snapshot_required=True, files=False) as db:
         changed_by = memories_changed_by(db, "projections.meta")
         return embedder.sync(db, progress, stop.is_set if stop else lambda: False, changed_by)
 

@@ -38,6 +38,7 @@ import structlog
 
 from ingest import handshake
 from ingest.emit import Emitter
+from projections import sql
 from projections.embedding_model import load_encoder
 from projections.recall import render
 from projections.recall.memories import Memories
@@ -150,6 +151,8 @@ class RecallService:
         with self.lock:  # a swap waits meanwhile: the reader is made of the snapshot read now
             reader = self.recaller.memories.reader()
         try:
+            if reader is not None:
+                sql.read_files(reader, self.settings)
             found = stack_status(self.settings, reader)
         finally:
             if reader is not None:
@@ -337,6 +340,8 @@ def run_recall_service(settings: Settings, stop: threading.Event) -> None:
         target=run_embedder, args=(settings, service.recaller.encoder, stop), name="embedder"
     )
     embedding.start()
+    # what follows reads new memories, and can wait: recalls (their threads started above) go first
+    in_background()
     try:
         while not stop.wait(REFRESH_S):
             if not embedding.is_alive():  # it ended by an error: a new process starts it again

@@ -45,8 +45,8 @@ CREATE MACRO clean_text(t) AS trim(regexp_replace(regexp_replace(t, {string_lite
 CREATE MACRO harness_kind(t) AS CASE WHEN clean_text(t) = ''
     THEN CASE {_cases("t", harness.WRAPPED_ONLY)} ELSE 'wrapped' END
     ELSE CASE {_cases("clean_text(t)", harness.HARNESS)} END END;
-CREATE MACRO is_noise(t) AS
-    coalesce(clean_text(t) = '' OR regexp_matches(clean_text(t), {string_literal(harness.ANY_HARNESS)}), false);
+CREATE MACRO is_noise_clean(c) AS coalesce(c = '' OR regexp_matches(c, {string_literal(harness.ANY_HARNESS)}), false);
+CREATE MACRO is_noise(t) AS is_noise_clean(clean_text(t));
 CREATE MACRO cancelled(t) AS regexp_matches(left(clean_text(t), 1000), {string_literal(harness.CANCELLED)});
 CREATE MACRO summary_of(t) AS CASE WHEN regexp_matches(t, {string_literal(harness.SUMMARY)})
     THEN regexp_extract(t, {string_literal(harness.SUMMARY)}, 1) END;

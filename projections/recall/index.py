@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from projections.recall.words import terms
-from projections.vectors import Vector, Vectors, vector_matrix
+from projections.vectors import KEY_SEPARATOR, Vector, Vectors, held_keys, vector_matrix
 from schemas.recall import Window
 
 CONVERSATION = ("prompt", "message")  # the kinds of memory that are turns of a session
@@ -36,7 +36,6 @@ K1 = 0.9  # BM25's term frequency saturation
 B = 0.4  # ... and length normalization (both Anserini's defaults for short passages)
 _NO_TIME = np.iinfo(np.int64).max  # a memory without a time is outside every time filter
 _COLUMNS = ["memory_id", "chunk", "kind", "project", "session_id", "ts", "text", "content_hash", "vector"]
-_SEPARATOR = "\x1f"  # between a memory's id and its content hash, in the keys of `held`
 _PER_QUERY = 1_000  # memory ids per LanceDB query for new rows
 # New postings entries are grouped by word on their own until there are this many, or an eighth of
 # the others: then all are grouped again (about 150 ms at 100k memories), off the request path.
@@ -272,7 +271,7 @@ class MemoryIndex:
         self.turn = _Column(np.bool_)
         self.ts = _Column(np.int64)
         self.alive = _Column(np.bool_)
-        self.held: dict[str, int] = {}  # memory_id, _SEPARATOR, content_hash -> its live row
+        self.held: dict[str, int] = {}  # memory_id, KEY_SEPARATOR, content_hash -> its live row
         self.row_of: dict[str, int] = {}  # memory_id -> its newest live row
         self._live: dict[str, list[int]] = {}  # memory_id -> its live rows (two while reworded)
         self.projects: dict[str, int] = {}
@@ -286,15 +285,16 @@ class MemoryIndex:
         self._settled = 0  # entries in the first postings; the others are in the second
         self.postings: list[_Postings] = []  # the settled entries', then the recent ones'
         self._settle()
-        self._version: int | None = None
+        self._published: int | None = None  # the table version the manifest read last describes
 
     def sync(self) -> bool:
-        """Read what the table gained and lost since the last sync; whether anything changed."""
-        version = self.source.table.version
-        if version == self._version:
+        """Read what the vectors gained and lost since the last sync, as their manifest says
+        (projections/vectors.py `published`); whether anything changed."""
+        published = self.source.published_version()
+        if published is not None and published == self._published:
             return False
-        held = self.source.held()
-        keys = _keys(held)
+        held = self.source.published()
+        keys = held_keys(held)
         known = pa.array(list(self.held), pa.string())
         gone = known.filter(pc.invert(pc.is_in(known, value_set=keys))).to_pylist()
         dead = self.ids.size - len(self.held) + len(gone)
@@ -305,7 +305,7 @@ class MemoryIndex:
             self.alive.clear([self._die(key) for key in gone])
         new = held.filter(pc.invert(pc.is_in(keys, value_set=pa.array(list(self.held), pa.string()))))
         self._add(self._read(new))
-        self._version = version
+        self._published = published
         self.rows = Rows(self)
         return bool(gone or new.num_rows)
 
@@ -322,7 +322,7 @@ class MemoryIndex:
             vector_matrix(rows),
             strict=True,
         ):
-            if memory_id + _SEPARATOR + content_hash in self.held:
+            if memory_id + KEY_SEPARATOR + content_hash in self.held:
                 found.setdefault(memory_id, []).append((chunk, text, vector))
         return {
             m: [(text, vector) for _, text, vector in sorted(chunks, key=lambda c: c[0])]
@@ -332,7 +332,7 @@ class MemoryIndex:
     def _die(self, key: str) -> int:
         """Forget the row of this text of a memory; its row."""
         row = self.held.pop(key)
-        memory_id = key.partition(_SEPARATOR)[0]
+        memory_id = key.partition(KEY_SEPARATOR)[0]
         live = self._live[memory_id]
         live.remove(row)
         if live:
@@ -345,15 +345,16 @@ class MemoryIndex:
         """The chunk rows of these (memory_id, content_hash)."""
         if not new.num_rows:
             return new
-        if not self.held:  # the first read: everything
-            return self.source.table.search().select(_COLUMNS).limit(None).to_arrow()
-        ids = new["memory_id"].unique().to_pylist()
-        parts = [
-            self.source.rows_of(ids[start : start + _PER_QUERY], _COLUMNS)
-            for start in range(0, len(ids), _PER_QUERY)
-        ]
-        table = pa.concat_tables(parts)
-        return table.filter(pc.is_in(_keys(table), value_set=_keys(new)))
+        if not self.held:  # the first read: everything (what a round writes meanwhile is left out)
+            table = self.source.table.search().select(_COLUMNS).limit(None).to_arrow()
+        else:
+            ids = new["memory_id"].unique().to_pylist()
+            parts = [
+                self.source.rows_of(ids[start : start + _PER_QUERY], _COLUMNS)
+                for start in range(0, len(ids), _PER_QUERY)
+            ]
+            table = pa.concat_tables(parts)
+        return table.filter(pc.is_in(held_keys(table), value_set=held_keys(new)))
 
     def _add(self, chunks: pa.Table) -> None:
         if not chunks.num_rows:
@@ -386,7 +387,7 @@ class MemoryIndex:
         for offset, (memory_id, content_hash) in enumerate(
             zip(first["memory_id"].to_pylist(), first["content_hash"].to_pylist(), strict=True)
         ):
-            self.held[memory_id + _SEPARATOR + content_hash] = start + offset
+            self.held[memory_id + KEY_SEPARATOR + content_hash] = start + offset
             self._live.setdefault(memory_id, []).append(start + offset)
             self.row_of[memory_id] = start + offset
 
@@ -420,11 +421,6 @@ class MemoryIndex:
         if name is None:
             return GLOBAL
         return codes.setdefault(name, len(codes))
-
-
-def _keys(rows: pa.Table) -> pa.Array:
-    """Each row's memory_id and content_hash, as one string."""
-    return pc.binary_join_element_wise(rows["memory_id"], rows["content_hash"], _SEPARATOR)
 
 
 def _neighbours(rows: Rows) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:

@@ -371,7 +371,7 @@ class Memories:
         identity = sql.snapshot_identity(self.settings)
         if self._db is not None and identity == self._snapshot:
             return None
-        db = sql.connect(self.settings)
+        db = sql.connect(self.settings, files=False)
         try:
             db.execute(_RECALL_TABLES)
             features = _feature_rows(db, self._features)
@@ -390,7 +390,8 @@ class Memories:
 
     def reader(self) -> duckdb.DuckDBPyConnection | None:
         """A connection of its own to the snapshot recall reads (it outlives a swap), for a reader
-        in another thread; None before the first snapshot."""
+        in another thread; None before the first snapshot. Its views of the files are empty
+        until sql.read_files."""
         return self._db.cursor() if self._db is not None else None
 
     def kinship(self) -> Kinship:
