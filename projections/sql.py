@@ -126,6 +126,15 @@ def connect(
     return db
 
 
+def reattach(db: duckdb.DuckDBPyConnection, settings: Settings) -> None:
+    """Have `db`, a connection `connect` made, read the current snapshot from now on: in 3 ms,
+    where connecting again takes 60 at 100k memories (the views read the projections by name).
+    NoSnapshot if there is none; DamagedSnapshot as `connect`."""
+    db.execute("DETACH DATABASE IF EXISTS projections")
+    if not _attach_snapshot(db, settings.projections_dir):
+        raise NoSnapshot(f"no snapshot of the projections in {settings.projections_dir} yet")
+
+
 def read_files(db: duckdb.DuckDBPyConnection, settings: Settings) -> None:
     """Make the views of the files, empty in a connection made without `files`, read them."""
     db.execute("DROP VIEW events; DROP VIEW dead_letters; DROP VIEW embedded")

@@ -1,6 +1,7 @@
 """Folding the log into DuckDB: per kind, idempotent, independent of arrival order, replayable."""
 
 import os
+import shutil
 import subprocess
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -446,6 +447,22 @@ def test_a_fold_whose_snapshot_failed_is_published_next_round(
     monkeypatch.setattr(Store, "publish", real_publish)
     assert folding.projector.catch_up() == 0  # nothing new to fold, but the snapshot is behind
     assert rows(connect(settings), "SELECT count(*) FROM prompts") == [(2,)]
+
+
+def test_a_connection_moved_to_the_next_snapshot_reads_it_through_its_views(
+    folding: Folding, settings: Settings
+) -> None:
+    from projections import sql
+
+    folding.fold([observed(kinds.PROMPT_SUBMITTED, 1, prompt="one")])
+    with sql.connect(settings, snapshot_required=True, files=False) as db:
+        folding.fold([observed(kinds.PROMPT_SUBMITTED, 2, prompt="two")])
+        assert rows(db, "SELECT text FROM memory_texts") == [("one",)]  # the snapshot it attached
+        sql.reattach(db, settings)
+        assert sorted(rows(db, "SELECT text FROM memory_texts")) == [("one",), ("two",)]
+        shutil.rmtree(settings.projections_dir)
+        with pytest.raises(sql.NoSnapshot):
+            sql.reattach(db, settings)
 
 
 def test_replay_beside_a_running_projector_leaves_it_its_store(folding: Folding, settings: Settings) -> None:

@@ -13,6 +13,7 @@ import sys
 import threading
 from typing import TextIO
 
+import duckdb
 import msgspec
 import structlog
 
@@ -52,8 +53,18 @@ def sync_once(
 ) -> SyncReport:
     """One round against the snapshot published last; sql.NoSnapshot if there is none yet."""
     with sql.connect(settings, snapshot_required=True, files=False) as db:
-        changed_by = memories_changed_by(db, "projections.meta")
-        return embedder.sync(db, progress, stop.is_set if stop else lambda: False, changed_by)
+        return _round(db, embedder, progress, stop)
+
+
+def _round(
+    db: duckdb.DuckDBPyConnection,
+    embedder: Embedder,
+    progress: SyncProgress | None = None,
+    stop: threading.Event | None = None,
+) -> SyncReport:
+    """One round against the snapshot `db` reads."""
+    changed_by = memories_changed_by(db, "projections.meta")
+    return embedder.sync(db, progress, stop.is_set if stop else lambda: False, changed_by)
 
 
 def prune_vectors(settings: Settings, keep: str) -> None:
@@ -115,23 +126,38 @@ def _follow_snapshots(
     seen = None
     pruned = False
     wait = interval_s
-    while not stop.is_set():
-        snapshot = sql.snapshot_identity(settings)
-        if snapshot is not None and snapshot != seen:
-            try:
-                report = sync_once(settings, embedder, _log_progress, stop)
-            except sql.NoSnapshot:  # swapped away as we looked, or unreadable: the next one
-                pass
-            except Exception:  # an unreadable snapshot, a full disk, a bug: retry, ever less often
-                log.exception("vectors.sync_failed", retry_in_s=wait)
-                wait = min(wait * 2, _MAX_BACKOFF_S)
-            else:
-                if report != SyncReport():  # a round with nothing to do says nothing
-                    log.info("vectors.synced", **msgspec.structs.asdict(report))
-                wait = interval_s
-                if report.finished:
-                    seen = snapshot
-                if report.finished and not pruned:
-                    prune_vectors(settings, keep=embedder.vectors.path)
-                    pruned = True
-        stop.wait(wait)
+    db: duckdb.DuckDBPyConnection | None = None  # one connection, moved from snapshot to snapshot
+    try:
+        while not stop.is_set():
+            snapshot = sql.snapshot_identity(settings)
+            if snapshot is not None and snapshot != seen:
+                try:
+                    if db is None:
+                        db = sql.connect(settings, snapshot_required=True, files=False)
+                    else:
+                        sql.reattach(db, settings)
+                    report = _round(db, embedder, _log_progress, stop)
+                except sql.NoSnapshot:  # swapped away as we looked, or unreadable: the next one
+                    pass
+                except Exception:  # an unreadable snapshot, a full disk, a bug: retry, ever less often
+                    log.exception("vectors.sync_failed", retry_in_s=wait)
+                    wait = min(wait * 2, _MAX_BACKOFF_S)
+                    _close(db)
+                    db = None  # the next round connects afresh
+                else:
+                    if report != SyncReport():  # a round with nothing to do says nothing
+                        log.info("vectors.synced", **msgspec.structs.asdict(report))
+                    wait = interval_s
+                    if report.finished:
+                        seen = snapshot
+                    if report.finished and not pruned:
+                        prune_vectors(settings, keep=embedder.vectors.path)
+                        pruned = True
+            stop.wait(wait)
+    finally:
+        _close(db)
+
+
+def _close(db: duckdb.DuckDBPyConnection | None) -> None:
+    if db is not None:
+        db.close()
