@@ -28,7 +28,7 @@ from projections.event_log import SEGMENT_GLOB, EventLog, OnQuarantine
 from projections.folds import BOOKKEEPING, FACTS_AS_OF, FACTS_CURRENT, SCHEMA
 from projections.folds.base import TEXT_MACROS
 from projections.literals import string_literal
-from projections.store import current_store, unreadable
+from projections.store import SCHEMA_VERSION, current_store, schema_version, unreadable
 from projections.vectors import MANIFEST
 from schemas.registry import MEMORY_TABLES
 from schemas.settings import Settings
@@ -78,6 +78,12 @@ class NoSnapshot(LookupError):
     """The projector has published no snapshot yet (or it vanished three times in a row)."""
 
 
+def _no_snapshot(settings: Settings) -> NoSnapshot:
+    return NoSnapshot(
+        f"no snapshot of the projections (of this version's schema) in {settings.projections_dir} yet"
+    )
+
+
 class CannotAnswer(Exception):
     """A query `reverie sql` does not answer; the message says why and what to do instead."""
 
@@ -113,7 +119,7 @@ def connect(
             db.execute(_EMPTY_EVENTS + ";" + _EMPTY_DEAD_LETTERS)
         if not _attach_snapshot(db, settings.projections_dir):
             if snapshot_required:
-                raise NoSnapshot(f"no snapshot of the projections in {settings.projections_dir} yet")
+                raise _no_snapshot(settings)
             _empty_projections(db)
         _projection_views(db)
         _embedded_view(db, _manifest(settings) if files else None)
@@ -132,7 +138,7 @@ def reattach(db: duckdb.DuckDBPyConnection, settings: Settings) -> None:
     NoSnapshot if there is none; DamagedSnapshot as `connect`."""
     db.execute("DETACH DATABASE IF EXISTS projections")
     if not _attach_snapshot(db, settings.projections_dir):
-        raise NoSnapshot(f"no snapshot of the projections in {settings.projections_dir} yet")
+        raise _no_snapshot(settings)
 
 
 def read_files(db: duckdb.DuckDBPyConnection, settings: Settings) -> None:
@@ -263,14 +269,19 @@ def snapshot_identity(settings: Settings) -> tuple[int, int] | None:
 
 
 def _attach_snapshot(db: duckdb.DuckDBPyConnection, root: str) -> bool:
-    """Attach the current snapshot as `projections`; whether there was one to attach.
-    DamagedSnapshot if it is there, still current, and cannot be attached."""
+    """Attach the current snapshot as `projections`; whether there was one to attach. One of
+    another schema version (another version of reverie's, which the projector is rebuilding)
+    counts as none: these views could not read it. DamagedSnapshot if it is there, still
+    current, and cannot be attached."""
     for _ in range(3):  # a replay may remove the generation we just resolved: resolve again
         store = current_store(root)
         if store is None:
             return False
         try:
             db.execute(f"ATTACH {string_literal(store.snapshot)} AS projections (READ_ONLY)")
+            if schema_version(db, "projections.meta") != SCHEMA_VERSION:
+                db.execute("DETACH projections")
+                return False
             return True
         except duckdb.Error as e:
             still = current_store(root)

@@ -102,8 +102,8 @@ def memories_changed_by(db: duckdb.DuckDBPyConnection, meta: str = "meta") -> st
     return rows[0][0] if rows else None
 
 
-def schema_version(db: duckdb.DuckDBPyConnection) -> str | None:
-    rows = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall()
+def schema_version(db: duckdb.DuckDBPyConnection, meta: str = "meta") -> str | None:
+    rows = db.execute(f"SELECT value FROM {meta} WHERE key = 'schema_version'").fetchall()
     return rows[0][0] if rows else None
 
 

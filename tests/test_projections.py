@@ -465,6 +465,23 @@ def test_a_connection_moved_to_the_next_snapshot_reads_it_through_its_views(
             sql.reattach(db, settings)
 
 
+def test_a_snapshot_of_another_schema_version_reads_as_none_until_rebuilt(
+    folding: Folding, settings: Settings
+) -> None:
+    from projections import sql
+
+    folding.fold([observed(kinds.PROMPT_SUBMITTED, 1, prompt="one")])
+    store = current_store(settings.projections_dir)
+    assert store is not None
+    with duckdb.connect(store.snapshot) as older:  # as an earlier version of reverie left it
+        older.execute("UPDATE meta SET value = 'older' WHERE key = 'schema_version'")
+    with pytest.raises(sql.NoSnapshot, match="of this version's schema"):
+        sql.connect(settings, snapshot_required=True)
+    assert rows(sql.connect(settings), "SELECT count(*) FROM memory_texts") == [(0,)]
+    folding.fold([observed(kinds.PROMPT_SUBMITTED, 2, prompt="two")])  # published again
+    assert rows(sql.connect(settings, snapshot_required=True), "SELECT count(*) FROM memory_texts") == [(2,)]
+
+
 def test_replay_beside_a_running_projector_leaves_it_its_store(folding: Folding, settings: Settings) -> None:
     from projections.projector import prune_stores
     from projections.store import lock_projections
