@@ -142,8 +142,14 @@ def reattach(db: duckdb.DuckDBPyConnection, settings: Settings) -> None:
 
 
 def read_files(db: duckdb.DuckDBPyConnection, settings: Settings) -> None:
-    """Make the views of the files, empty in a connection made without `files`, read them."""
-    db.execute("DROP VIEW events; DROP VIEW dead_letters; DROP VIEW embedded")
+    """Make the views of the files, empty in a connection made without `files`, read them
+    (again: `embedded` is a table once read)."""
+    found = db.execute(
+        "SELECT table_name, table_type FROM information_schema.tables WHERE table_schema = 'main' "
+        "AND table_name IN ('events', 'dead_letters', 'embedded')"
+    ).fetchall()
+    for name, kind in found:
+        db.execute(f"DROP {'VIEW' if kind == 'VIEW' else 'TABLE'} {name}")
     _event_views(db, settings.event_log_dir, settings.dead_letter_dir)
     _embedded_view(db, _manifest(settings))
 

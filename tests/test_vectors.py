@@ -142,9 +142,10 @@ def test_a_followers_connection_reads_the_files_only_once_asked(
     with sql.connect(settings, files=False) as db:
         assert rows(db, "SELECT count(*) FROM embedded") == rows(db, "SELECT count(*) FROM events") == [(0,)]
         assert rows(db, "SELECT embedding_coverage FROM memory_health") == [(0.0,)]
-        sql.read_files(db, settings)
-        assert rows(db, "SELECT embedding_coverage FROM memory_health") == [(1.0,)]
-        assert rows(db, "SELECT count(*) > 0 FROM events") == [(True,)]
+        for _ in range(2):  # as every status asks, again and again
+            sql.read_files(db, settings)
+            assert rows(db, "SELECT embedding_coverage FROM memory_health") == [(1.0,)]
+            assert rows(db, "SELECT count(*) > 0 FROM events") == [(True,)]
 
 
 def test_a_memory_whose_text_changed_is_embedded_again(

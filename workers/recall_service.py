@@ -76,6 +76,7 @@ class RecallService:
         self.recaller = recaller
         self.lock = threading.Lock()  # one DuckDB connection, one model: one recall at a time
         self.encoding = threading.Lock()  # the workers' texts, one request at a time
+        self.reading = threading.Lock()  # the status, one request at a time
         self.redis = connect(settings, timeout=1.0)
         self._opened_at = -math.inf  # when the snapshot read was opened
         self._memories_changed = False  # since it was: new memories want their features now
@@ -151,9 +152,10 @@ class RecallService:
         with self.lock:  # a swap waits meanwhile: the reader is made of the snapshot read now
             reader = self.recaller.memories.reader()
         try:
-            if reader is not None:
-                sql.read_files(reader, self.settings)
-            found = stack_status(self.settings, reader)
+            with self.reading:  # the files' views are the connection's: one status reads them at a time
+                if reader is not None:
+                    sql.read_files(reader, self.settings)
+                found = stack_status(self.settings, reader)
         finally:
             if reader is not None:
                 reader.close()
