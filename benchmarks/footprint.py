@@ -135,6 +135,13 @@ def resident(pid: int) -> tuple[str, int, int]:
     return name, sizes["Rss"], sizes["Pss"]
 
 
+def _name(pid: int) -> str:
+    try:
+        return resident(pid)[0]
+    except (OSError, ValueError, KeyError):
+        return "?"
+
+
 def footprint(root: int) -> dict[str, tuple[int, int]]:
     """RSS and PSS of each process of the tree under `root`, by name."""
     sizes: dict[str, tuple[int, int]] = {}
@@ -202,11 +209,14 @@ def main() -> None:
             result[f"{name}_s"] = statistics.median(times)
     finally:
         tree = descendants(pid)
+        names = {p: _name(p) for p in tree}
         start = time.monotonic()
         subprocess.run([REVERIE, "down"], env=env, capture_output=True, timeout=120)
         result["down_s"] = round(time.monotonic() - start, 2)
         left = [p for p in tree if alive(p)]
         result["left_behind"] = len(left)
+        if left:
+            result["left_behind_names"] = sorted(names[p] for p in left)
     print(json.dumps(result))
 
 

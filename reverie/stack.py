@@ -84,14 +84,29 @@ def down() -> int:
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + 60
     with err.status(f"stopping reverie (pid {pid})…"):
-        # the supervisor lets go of its pid file once every process it started has ended: that,
-        # not its own exit (which its parent, long gone, may be slow to reap), is the stack down
+        # the supervisor lets go of its pid file once every process it started has ended, then
+        # ends itself (its interpreter's teardown); its parent, long gone, may be slow to reap it,
+        # so ended is gone or a zombie
         while time.monotonic() < deadline:
-            if running_pid(settings) is None:
+            if running_pid(settings) is None and _ended(pid):
                 out.print("reverie stopped")
                 return 0
             time.sleep(0.05)
     return fail(f"reverie (pid {pid}) did not stop within 60 s")
+
+
+def _ended(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # the pid is another user's now: ours ended
+        return True
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return False
 
 
 def stack_state(settings: Settings) -> "StackStatus":

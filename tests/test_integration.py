@@ -27,7 +27,7 @@ from ingest.truncate import cut
 from schemas.kinds import HOOK_KINDS
 from schemas.settings import QUEUE, STREAM, Settings
 from tests.support.captures import SHARED, TRANSCRIPTS, fixture_payloads
-from tests.support.processes import BIN, RECORDED, Stack, run_hook, server_pid, wait_for
+from tests.support.processes import BIN, RECORDED, Stack, run_hook, server_pid, stack_processes, wait_for
 from workers.supervisor import running_pid
 
 pytestmark = pytest.mark.integration
@@ -279,6 +279,7 @@ def test_up_detached_status_and_down(env: dict[str, str], settings: Settings) ->
     assert running_pid(settings) is None
     assert Path(settings.run_dir, "reverie.pid").read_text() == ""
     assert not Path(f"/proc/{server}").exists()
+    assert stack_processes(settings) == {}, "down returned while a process of the stack still ran"
     down_status = subprocess.run([str(BIN), "status", "--json"], env=env, capture_output=True, text=True)
     assert down_status.returncode == 1 and json.loads(down_status.stdout)["reachable"] is False
 
