@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from projections.event_log import SCHEMA, EventLog, OnQuarantine
-from projections.folds import FOLDS, MAPPING
+from projections.folds import FOLDS, MAPPING, runs_on
 from projections.folds.base import IDENTIFY
 from projections.store import (
     MEMORIES_CHANGED_BY,
@@ -70,11 +70,12 @@ def fold_segments(db: duckdb.DuckDBPyConnection, event_log: EventLog, segments: 
     try:
         for sql in MAPPING:
             db.execute(sql)
-        folded = db.execute("SELECT count(*) FROM batch").fetchall()[0][0]
-        for _, sql in FOLDS:
-            db.execute(sql)
+        present = {kind for (kind,) in db.execute("SELECT DISTINCT kind FROM batch").fetchall()}
+        for name, sql in FOLDS:
+            if runs_on(name, present):
+                db.execute(sql)
         db.execute(_MEMORIES_CHANGED)
-        db.execute("INSERT INTO folded SELECT id FROM batch")
+        folded = db.execute("INSERT INTO folded SELECT id FROM batch").fetchall()[0][0]
         db.executemany(
             "INSERT OR IGNORE INTO folded_segments VALUES (?)", [[os.path.basename(p)] for p in segments]
         )

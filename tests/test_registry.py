@@ -7,7 +7,7 @@ import re
 import pytest
 
 from projections import sql
-from projections.folds import BY_FAMILY, TABLES, base
+from projections.folds import BY_FAMILY, READS, TABLES, base, runs_on
 from reverie.cli.parser import parser
 from schemas import kinds
 from schemas.registry import DERIVED_KINDS, FAMILIES, KINDS, MEMORY_TABLES, Family, of_family
@@ -33,6 +33,17 @@ def test_every_kind_the_hook_records_is_registered() -> None:
 def test_the_folds_name_only_registered_kinds(family: Family) -> None:
     assert folded_kinds(family) <= set(KINDS)
     assert folded_kinds(family) & set(of_family(family))  # and fold some of their own
+
+
+def test_a_fold_runs_on_the_batches_holding_a_kind_it_reads() -> None:
+    assert runs_on("facts", {kinds.FACT_SUPERSEDED, kinds.PROMPT_SUBMITTED})
+    assert not runs_on("facts", {kinds.PROMPT_SUBMITTED, kinds.MEMORY_RETRIEVED})
+    # the sessions fold reads every kind but the derived ones (`kind NOT IN (...)`)
+    assert READS["sessions"] == frozenset(KINDS) - DERIVED_KINDS
+    assert not runs_on("sessions", {kinds.FACT_ASSERTED}) and runs_on("sessions", {kinds.TOOL_USED})
+    # a fold naming no kind runs on every batch, and a kind no one registered reaches every fold
+    assert READS["tool_durations"] is None and runs_on("tool_durations", {kinds.FACT_ASSERTED})
+    assert all(runs_on(fold, {"kind.from_a_newer_reverie"}) for fold in READS)
 
 
 @pytest.mark.parametrize("kind", sorted(DERIVED_KINDS))

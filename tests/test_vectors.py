@@ -16,7 +16,7 @@ from ingest.transcripts import ImportedEvent, find_transcripts, read_transcript
 from projections import sql, vectors
 from projections.chunking import MAX_CHARS, chunk
 from projections.embedder import SLICE_CHUNKS, Embedder
-from projections.embedding_model import EmbeddingCache, Encoder, content_hash, load_encoder
+from projections.embedding_model import EmbeddingCache, Encoder, content_hash
 from projections.projector import replay
 from projections.store import current_store
 from projections.vectors import Vectors
@@ -25,6 +25,7 @@ from schemas import kinds, memory
 from schemas.settings import Settings
 from tests.support.captures import TRANSCRIPTS
 from tests.support.events import derived, memory_story, observed
+from tests.support.models import remembering_encoder
 from tests.support.processes import BIN
 from workers.embedder import lock_vectors, open_embedder, sync_once
 
@@ -52,9 +53,9 @@ def test_chunks_keep_every_word_in_order_and_stay_under_the_limit(text: str) -> 
     assert "".join("".join(pieces).split()) == "".join(text.split())
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def encoder() -> Encoder:
-    return load_encoder()
+    return remembering_encoder()
 
 
 @pytest.fixture

@@ -9,6 +9,11 @@ their min or max, and a row changed by an event keeps that event's id (the `*_by
 an older event that arrives late never overwrites a newer one. That makes a replay (one pass
 in id order) produce the same tables as the live projector (batch after batch, in arrival order).
 
+A fold reads the kinds of event its SQL names (or, picking its rows by `kind NOT IN (...)`, every
+kind but those), and runs only on a batch holding one of them; one that names none runs on every
+batch (READS, runs_on). Most
+batches are a prompt or a tool call: a fold costs a few milliseconds even over nothing.
+
 The schema version (projections/store.py) is a hash of SCHEMA and FOLDS: change either, and a
 store of the old version is rebuilt from the log.
 """
@@ -18,6 +23,7 @@ import re
 from projections.folds import base, costs, dynamics, episodes, facts, sessions, signals, tools
 from projections.folds.base import MAPPING
 from projections.folds.facts import FACTS_AS_OF, FACTS_CURRENT, current
+from schemas.registry import KINDS
 
 BY_FAMILY = {
     "sessions": sessions,
@@ -40,6 +46,29 @@ FOLDS: list[tuple[str, str]] = [
     *costs.FOLDS,
 ]
 
+_KIND_LITERAL = re.compile(r"'([a-z_]+\.[a-z_]+)'")
+_EXCLUDED = re.compile(r"\bkind\s+NOT\s+IN\s*\(([^)]*)\)", re.IGNORECASE)
+
+
+def _reads(sql: str) -> frozenset[str] | None:
+    """The kinds a fold reads: those its SQL names, or for one picking its rows by `kind NOT IN
+    (...)`, every kind but those; None (every batch) for a fold that names none."""
+    if excluded := _EXCLUDED.findall(sql):
+        return frozenset(KINDS) - {k for group in excluded for k in _KIND_LITERAL.findall(group)}
+    named = frozenset(k for k in _KIND_LITERAL.findall(sql) if k in KINDS)
+    return named or None
+
+
+def runs_on(fold: str, kinds: set[str]) -> bool:
+    """Whether `fold` runs on a batch of these kinds: one it reads is among them, or a kind of
+    no one's (from a newer reverie) that every fold sees."""
+    reads = READS[fold]
+    return reads is None or not reads.isdisjoint(kinds) or not kinds <= KINDS.keys()
+
+
+# each fold's kinds, by name (None: it runs on every batch)
+READS: dict[str, frozenset[str] | None] = {name: _reads(sql) for name, sql in FOLDS}
+
 # the projector's own tables, not for reading
 BOOKKEEPING = frozenset({"meta", "folded", "folded_segments", "tool_requests"})
 # what readers see, by the family that fills it ("base": provenance, and the projects' roots)
@@ -55,7 +84,9 @@ __all__ = [
     "FACTS_CURRENT",
     "FOLDS",
     "MAPPING",
+    "READS",
     "SCHEMA",
     "TABLES",
     "current",
+    "runs_on",
 ]
