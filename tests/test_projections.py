@@ -570,6 +570,38 @@ def test_recall_keeps_the_features_it_read_through_snapshots_of_recalls_alone(
     memories.close()
 
 
+def test_recall_moves_the_connection_it_swapped_out_to_the_next_snapshot_unless_a_reader_holds_it(
+    folding: Folding, settings: Settings
+) -> None:
+    from projections.recall.memories import Memories
+
+    def count(db: Any) -> int:
+        return int(db.execute("SELECT count(*) FROM prompts").fetchall()[0][0])
+
+    memories = Memories(settings, follow=False)
+    connections = []
+    for n in range(4):
+        folding.fold([observed(kinds.PROMPT_SUBMITTED, n + 1, prompt=f"prompt {n}")])
+        opened = memories.newer()
+        assert opened is not None
+        memories.swap(opened)
+        connections.append(opened.db)
+        assert count(memories.db()) == n + 1  # the new snapshot, whichever connection reads it
+    assert connections[2] is connections[0] and connections[3] is connections[1]  # two take turns
+    with memories.reader() as reader:
+        folding.fold([observed(kinds.PROMPT_SUBMITTED, 5, prompt="prompt 4")])
+        opened = memories.newer()
+        assert opened is not None and opened.db is connections[0]
+        memories.swap(opened)
+        folding.fold([observed(kinds.PROMPT_SUBMITTED, 6, prompt="prompt 5")])
+        newest = memories.newer()
+        assert newest is not None and newest.db not in connections  # the lent one is left alone
+        memories.swap(newest)
+        assert reader is not None and count(reader) == 4  # still the snapshot it was lent
+    assert count(memories.db()) == 6
+    memories.close()
+
+
 def test_features_read_hold_until_a_memory_changes_or_a_fact_begins_or_ends() -> None:
     """A fact current now may end later (or begin): the features read say which facts are
     current, so they hold until the first such instant, however quiet the memories stay."""

@@ -149,16 +149,13 @@ class RecallService:
 
     def _status(self) -> StackStatus:
         """The stack's status, its snapshot figures read through the service's own snapshot."""
-        with self.lock:  # a swap waits meanwhile: the reader is made of the snapshot read now
-            reader = self.recaller.memories.reader()
-        try:
+        with contextlib.ExitStack() as held:
+            with self.lock:  # a swap waits meanwhile: the reader is made of the snapshot read now
+                reader = held.enter_context(self.recaller.memories.reader())
             with self.reading:  # the files' views are the connection's: one status reads them at a time
                 if reader is not None:
                     sql.read_files(reader, self.settings)
                 found = stack_status(self.settings, reader)
-        finally:
-            if reader is not None:
-                reader.close()
         return msgspec.structs.replace(found, recall_service="answering")
 
     def _session_start(self, request: RecallRequest) -> str:

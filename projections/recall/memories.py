@@ -5,6 +5,10 @@ Reads the projector's published snapshot through one connection, opened again wh
 snapshot is published (see projections/sql.py).
 """
 
+import contextlib
+import threading
+from collections import Counter
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
@@ -92,11 +96,12 @@ Activations = dict[str, tuple[list[float], list[float]]]
 
 # Who each memory is about, for the entities a prompt names: their fans and associations.
 _RECALL_TABLES = """
-CREATE TEMP TABLE recall_entities AS
+DROP INDEX IF EXISTS recall_entities_memory;
+CREATE OR REPLACE TEMP TABLE recall_entities AS
 SELECT memory_id, entity_id, count(*) OVER (PARTITION BY entity_id) AS fan FROM memory_entities;
 CREATE INDEX recall_entities_memory ON recall_entities (memory_id);
 
-CREATE TEMP TABLE recall_associations AS SELECT entity_a, entity_b, weight FROM associations;
+CREATE OR REPLACE TEMP TABLE recall_associations AS SELECT entity_a, entity_b, weight FROM associations;
 """
 
 # of the memories asked for, about the entities in context: each entity's fan (in how many
@@ -349,12 +354,20 @@ class Memories:
     `follow`: every call first checks for a newer snapshot and opens it (for one-off readers).
     The warm service does not follow: it calls `newer` off the request path, then `swap`
     between two recalls, so that no recall waits for a connection to open and warm up.
+
+    Two connections take turns: the one swapped out is moved to the next snapshot (3 ms at
+    100k memories, where a new connection's views take 50 ms to bind), unless a reader still
+    holds it.
     """
 
     def __init__(self, settings: Settings, follow: bool = True) -> None:
         self.settings = settings
         self.follow = follow
         self._db: duckdb.DuckDBPyConnection | None = None
+        self._spare: duckdb.DuckDBPyConnection | None = None
+        self._lent: Counter[duckdb.DuckDBPyConnection] = Counter()  # the cursors readers hold of each
+        self._retired: set[duckdb.DuckDBPyConnection] = set()  # swapped out while lent
+        self._lending = threading.Lock()
         self._snapshot: tuple[int, int] | None = None
         self._kinship = Kinship({}, {})
         self._features: FeatureRows | None = None
@@ -373,7 +386,9 @@ class Memories:
         identity = sql.snapshot_identity(self.settings)
         if self._db is not None and identity == self._snapshot:
             return None
-        db = sql.connect(self.settings, files=False)
+        db = self._moved(self._spare) if identity is not None else None
+        self._spare = None
+        db = db or sql.connect(self.settings, files=False)
         try:
             db.execute(_RECALL_TABLES)
             features = _feature_rows(db, self._features)
@@ -383,18 +398,54 @@ class Memories:
             db.close()
             raise
 
+    def _moved(self, db: duckdb.DuckDBPyConnection | None) -> duckdb.DuckDBPyConnection | None:
+        """`db` reading the current snapshot; None if it cannot (then it is closed)."""
+        if db is None:
+            return None
+        try:
+            sql.reattach(db, self.settings)
+        except (sql.NoSnapshot, duckdb.Error):
+            db.close()
+            return None
+        return db
+
     def swap(self, opened: Opened) -> None:
         """Read through `opened` from now on (no recall may be running)."""
         old = self._db
         self._db, self._snapshot, self._kinship, self._features, self._activations = opened
-        if old is not None:
-            old.close()
+        if old is None:
+            return
+        with self._lending:
+            if self._lent[old]:  # closing it would close its readers' cursors: the last closes it
+                self._retired.add(old)
+            else:
+                if self._spare is not None:
+                    self._spare.close()
+                self._spare = old
 
-    def reader(self) -> duckdb.DuckDBPyConnection | None:
+    @contextlib.contextmanager
+    def reader(self) -> Iterator[duckdb.DuckDBPyConnection | None]:
         """A connection of its own to the snapshot recall reads (it outlives a swap), for a reader
         in another thread; None before the first snapshot. Its views of the files are empty
-        until sql.read_files."""
-        return self._db.cursor() if self._db is not None else None
+        until sql.read_files. Take it where no swap can run."""
+        db = self._db
+        if db is None:
+            yield None
+            return
+        with self._lending:
+            self._lent[db] += 1
+        cursor = db.cursor()
+        try:
+            yield cursor
+        finally:
+            cursor.close()
+            with self._lending:
+                self._lent[db] -= 1
+                if not self._lent[db]:
+                    del self._lent[db]
+                    if db in self._retired:
+                        self._retired.discard(db)
+                        db.close()
 
     def kinship(self) -> Kinship:
         """Where the snapshot's global memories were made, and how related projects are (read
@@ -460,6 +511,7 @@ class Memories:
         return [value for (value,) in rows if value]
 
     def close(self) -> None:
-        if self._db is not None:
-            self._db.close()
-            self._db = None
+        for db in (self._db, self._spare):
+            if db is not None:
+                db.close()
+        self._db = self._spare = None
