@@ -204,6 +204,11 @@ def main(argv: list[str]) -> int:
     if os.environ.get(HOOKS_OFF):  # a Claude Code reverie runs itself: nothing to record
         return 0
     try:
+        # A closed terminal hangs up on every process of the session, and Claude Code may end
+        # the hooks it runs as it exits: the event is recorded all the same, within the
+        # watchdog's deadline.
+        _signal.signal(_signal.SIGTERM, _signal.SIG_IGN)
+        _signal.signal(_signal.SIGHUP, _signal.SIG_IGN)
         # A watchdog for what no socket timeout bounds (a DNS lookup, a stdin never closed): once
         # it fires, the event goes to the spool, or the input to a dead letter, and we return.
         _signal.signal(_signal.SIGALRM, _out_of_time)

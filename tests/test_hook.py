@@ -315,3 +315,31 @@ def test_with_a_redis_elsewhere_a_hook_that_reaches_it_delivers_what_waited_in_t
         server.terminate()
         server.wait(30)
         shutil.rmtree(server_home, ignore_errors=True)
+
+
+def test_a_hook_hung_up_on_and_told_to_end_still_records_its_event(home: str) -> None:
+    """A closed terminal hangs up on the whole session, and Claude Code may end a hook it runs
+    as it exits: the installed hook takes its payload and records it all the same."""
+    from reverie.installing.entries import launcher_command
+
+    env = {"PATH": os.environ["PATH"], **offline_env(home)}
+    hook_process = subprocess.Popen(
+        ["/bin/sh", "-c", f"exec {launcher_command('Stop').removesuffix(' || true')}"],
+        stdin=subprocess.PIPE, env=env, start_new_session=True,
+    )  # fmt: skip
+
+    def ignoring(signal_number: int) -> bool:
+        """Whether the hook has set `signal_number` aside (its SigIgn mask says so)."""
+        with open(f"/proc/{hook_process.pid}/status") as status:
+            mask = next(line.split()[1] for line in status if line.startswith("SigIgn:"))
+        return bool(int(mask, 16) >> (signal_number - 1) & 1)
+
+    wait_for(lambda: ignoring(15) and ignoring(1), timeout=60, what="the hook to set the signals aside")
+    os.killpg(hook_process.pid, 1)  # SIGHUP, then SIGTERM, before it has read its payload
+    os.killpg(hook_process.pid, 15)
+    assert hook_process.stdin is not None
+    hook_process.stdin.write(b'{"session_id": "s1", "hook_event_name": "Stop"}')
+    hook_process.stdin.close()
+    assert hook_process.wait(60) == 0
+    [path] = spooled(Settings(home).spool_dir)
+    assert decode_event(open(path, "rb").read()).kind == "assistant.stopped"
