@@ -1,8 +1,5 @@
 """The tests' fixtures; what tests share besides is in tests/support/."""
 
-import os
-import shutil
-import tempfile
 from collections.abc import Iterator
 
 import pytest
@@ -11,7 +8,7 @@ from reverie.testing import Folding
 from schemas.settings import Settings
 from tests.support.captures import FIXTURES, HOOK_PAYLOADS, TRANSCRIPTS
 from tests.support.claude_code import claude_code
-from tests.support.processes import Stack
+from tests.support.processes import environ_of, fresh_home, running_stack, settings_of
 
 # What makes a test slow, by the fixtures it asks for: each costs seconds to a minute a test.
 SLOW_FIXTURES = {
@@ -34,32 +31,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.slow)
 
 
-@pytest.fixture
-def home() -> Iterator[str]:
-    """A fresh, short REVERIE_HOME (unix socket paths must stay short)."""
-    path = tempfile.mkdtemp(prefix="rv-")
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
-
-
-@pytest.fixture
-def env(home: str) -> dict[str, str]:
-    environ = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "CLAUDE_PROJECT_DIR")}
-    environ["REVERIE_HOME"] = home
-    return environ
-
-
-@pytest.fixture
-def settings(home: str) -> Settings:
-    return Settings(home)
-
-
-@pytest.fixture
-def stack(env: dict[str, str], settings: Settings) -> Iterator[Stack]:
-    running = Stack(env, settings).start()
-    yield running
-    if running.process and running.process.poll() is None:
-        running.stop()
+home = pytest.fixture(fresh_home, name="home")
+env = pytest.fixture(environ_of, name="env")
+settings = pytest.fixture(settings_of, name="settings")
+stack = pytest.fixture(running_stack, name="stack")
 
 
 @pytest.fixture(scope="session")

@@ -28,7 +28,7 @@ from ingest.injection import context_for
 from schemas import kinds
 from schemas.settings import Settings
 from tests.support.claude_code import Block, FakeMessagesAPI, said, text_block, tool_results, tool_use
-from tests.support.processes import BIN, REVERIE, Stack, wait_for
+from tests.support.processes import BIN, REVERIE, Stack, one_stack_per_module, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -64,6 +64,10 @@ def scripted(body: dict[str, Any]) -> Block:
         brief = {"description": "check", "prompt": "Say ok.", "subagent_type": "general-purpose"}
         return tool_use(name, brief, "toolu_agent")
     return text_block("Done.")
+
+
+# each test works in a HOME and a project of its own, and kills nothing: they share one stack
+home, env, settings, stack = one_stack_per_module()
 
 
 @pytest.fixture

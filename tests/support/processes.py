@@ -3,12 +3,16 @@ real process tree, the embedded server's process, a user typing at its shell; an
 a deadline, for what they do."""
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import pytest
 
 from schemas import kinds
 from schemas.settings import Settings
@@ -165,3 +169,40 @@ def server_pid(settings: Settings) -> int:
             except OSError:
                 continue
     raise AssertionError("no embedded server running")
+
+
+def fresh_home() -> Iterator[str]:
+    """A fresh, short REVERIE_HOME (unix socket paths must stay short)."""
+    path = tempfile.mkdtemp(prefix="rv-")
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def environ_of(home: str) -> dict[str, str]:
+    environ = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "CLAUDE_PROJECT_DIR")}
+    environ["REVERIE_HOME"] = home
+    return environ
+
+
+def settings_of(home: str) -> Settings:
+    return Settings(home)
+
+
+def running_stack(env: dict[str, str], settings: Settings) -> Iterator[Stack]:
+    """A whole stack (reverie up) on the data directory, stopped after."""
+    running = Stack(env, settings).start()
+    yield running
+    if running.process and running.process.poll() is None:
+        running.stop()
+
+
+def one_stack_per_module() -> tuple[Any, ...]:
+    """The fixtures `home`, `env`, `settings` and `stack`, scoped to a module, for one whose tests
+    share one stack (a boot costs seconds): each test there touches only projects, sessions and
+    HOMEs of its own, and none kills, damages or fills the stack. Assign them to those names."""
+    return (
+        pytest.fixture(fresh_home, scope="module", name="home"),
+        pytest.fixture(environ_of, scope="module", name="env"),
+        pytest.fixture(settings_of, scope="module", name="settings"),
+        pytest.fixture(running_stack, scope="module", name="stack"),
+    )
