@@ -402,6 +402,38 @@ def test_recall_from_the_command_line_asks_the_current_folders_project_and_shows
     assert "helm" in recall("--project", str(other)) and "kamal" not in recall("--project", str(other))
 
 
+def test_status_says_so_while_the_service_cannot_read_new_memories(
+    encoder: Encoder, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings = Settings(str(tmp_path_factory.mktemp("failing")))
+    Folding(settings).fold([observed(kinds.MEMORY_REMEMBERED, 10, text="the build runs on Buildkite")])
+    with lock_vectors(settings):
+        embedder = open_embedder(settings, encoder)
+        sync_once(settings, embedder)
+        reader = Vectors(embedder.vectors.path, encoder.dim)
+        service = RecallService(settings, Recaller(encoder, reader, Memories(settings, follow=False)))
+
+        def said() -> str:
+            return str(service.answer(RecallRequest(status=True))["status"].recall_service)
+
+        service.refresh()
+        assert said() == "answering"
+
+        def broken() -> bool:
+            raise OSError("the vectors' folder is gone\nand more")
+
+        monkeypatch.setattr(service.recaller, "refresh", broken)
+        service.refresh()
+        service.refresh()  # since the first failure, not the last
+        state = said()
+        assert state.startswith("answering from what it read") and state.endswith("see the stack's log")
+        assert "reading new memories fails (OSError: the vectors' folder is gone)" in state
+        monkeypatch.undo()
+        service.refresh()
+        assert said() == "answering"
+        embedder.close()
+
+
 def test_the_warm_service_answers_from_memories_embedded_after_it_started(
     encoder: Encoder, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -80,6 +80,7 @@ class RecallService:
         self.redis = connect(settings, timeout=1.0)
         self._opened_at = -math.inf  # when the snapshot read was opened
         self._memories_changed = False  # since it was: new memories want their features now
+        self._failing: tuple[float, str] | None = None  # since when reading new memories fails, why
 
     def answer(self, request: RecallRequest) -> dict[str, Any]:
         """The answer to `request`; Overdue if it cannot be had within the request's deadline."""
@@ -144,8 +145,11 @@ class RecallService:
                     self.recaller.memories.swap(opened)
                 self._opened_at = time.monotonic()
                 self._memories_changed = False
-        except Exception:
+            self._failing = None
+        except Exception as e:
             log.exception("recall.refresh_failed")  # the next tick tries again
+            since = self._failing[0] if self._failing else time.monotonic()
+            self._failing = (since, f"{type(e).__name__}: {e}".splitlines()[0][:200])
 
     def _status(self) -> StackStatus:
         """The stack's status, its snapshot figures read through the service's own snapshot."""
@@ -156,7 +160,18 @@ class RecallService:
                 if reader is not None:
                     sql.read_files(reader, self.settings)
                 found = stack_status(self.settings, reader)
-        return msgspec.structs.replace(found, recall_service="answering")
+        return msgspec.structs.replace(found, recall_service=self._state())
+
+    def _state(self) -> str:
+        """What `status` says of the service: answering, and from memories how old if reading
+        new ones fails."""
+        if self._failing is None:
+            return "answering"
+        since, why = self._failing
+        return (
+            f"answering from what it read {time.monotonic() - since:.0f} s ago: reading new "
+            f"memories fails ({why}); see the stack's log"
+        )
 
     def _session_start(self, request: RecallRequest) -> str:
         continuity = self.recaller.memories.continuity(request.project, request.session_id)
