@@ -112,16 +112,32 @@ def _ended(pid: int) -> bool:
 def stack_state(settings: Settings) -> "StackStatus":
     """The stack's status: as its recall service tells it (it holds everything loaded: a few
     milliseconds), else read here from the files and Redis (a second of imports)."""
-    told = _asked_status(settings)
-    if told is not None:
-        return told
-    from workers.status import stack_status
+    found = _asked_status(settings)
+    if found is None:
+        from workers.status import stack_status
 
-    found = stack_status(settings)
-    if found.stack_pid is not None:  # up, but its service not answering
-        waiting = "not answering: starting (loading the model and the memories), restarting or busy"
-        return msgspec.structs.replace(found, recall_service=waiting)
-    return found
+        found = stack_status(settings)
+        if found.stack_pid is not None:  # up, but its service not answering
+            waiting = "not answering: starting (loading the model and the memories), restarting or busy"
+            found = msgspec.structs.replace(found, recall_service=waiting)
+    return msgspec.structs.replace(found, mcp_server=_mcp_server(settings, found.stack_pid))
+
+
+def _mcp_server(settings: Settings, stack_pid: int | None) -> str:
+    """Where the stack's MCP server listens and whether it does (a loopback connect)."""
+    import socket
+    from urllib.parse import urlsplit
+
+    from reverie.mcp_endpoint import kept
+
+    endpoint = kept(settings)
+    if stack_pid is None or endpoint is None or not endpoint.port:
+        return "not running (sessions start `reverie mcp` on stdio)"
+    try:
+        socket.create_connection((urlsplit(endpoint.url).hostname, endpoint.port), timeout=0.2).close()
+    except OSError:
+        return f"{endpoint.url} (NOT LISTENING: the stack restarts it; see its log)"
+    return f"{endpoint.url} (listening)"
 
 
 def _asked_status(settings: Settings) -> "StackStatus | None":
@@ -150,6 +166,7 @@ def status(as_json: bool) -> int:
     rows = [
         ("stack", f"running (pid {state.stack_pid})" if state.stack_pid else "not running (here)"),
         ("recall service", state.recall_service),
+        ("mcp server", state.mcp_server),
         ("redis", f"{state.redis_url} ({'reachable' if state.reachable else 'UNREACHABLE'})"),
         ("stream length", str(state.stream_length)),
         ("pending", str(state.pending)),

@@ -93,3 +93,6 @@ class StackStatus(msgspec.Struct, frozen=True, kw_only=True):
     memory_health: dict[str, Any] = {}  # the view memory_health, as the last snapshot has it
     # "answering" (it said all this), else why not: not running, or loading its model and memories
     recall_service: str = "not running"
+    # the stack's MCP server over HTTP: where it listens, and whether it does (`reverie status`
+    # asks: the recall service does not know it)
+    mcp_server: str = "not running"

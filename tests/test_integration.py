@@ -270,6 +270,16 @@ def test_up_detached_status_and_down(env: dict[str, str], settings: Settings) ->
         )
         human = subprocess.run([str(BIN), "status"], env=env, capture_output=True, text=True)
         assert "snapshot published" in human.stdout and "manifest published" in human.stdout
+
+        def mcp_server() -> object:
+            status = subprocess.run([str(BIN), "status", "--json"], env=env, capture_output=True, text=True)
+            return json.loads(status.stdout)["mcp_server"].endswith("(listening)") and status.stdout
+
+        said = json.loads(wait_for(mcp_server, timeout=60, what="status to see the MCP server listen"))
+        port = json.loads(Path(settings.mcp_file).read_text())["port"]
+        assert said["mcp_server"] == f"http://127.0.0.1:{port}/mcp (listening)"
+        human = subprocess.run([str(BIN), "status"], env=env, capture_output=True, text=True)
+        assert said["mcp_server"] in human.stdout
         again = subprocess.run([str(BIN), "up", "--detach"], env=env, capture_output=True, text=True)
         assert again.returncode == 0 and "already running" in again.stdout
         server = server_pid(settings)
@@ -282,6 +292,7 @@ def test_up_detached_status_and_down(env: dict[str, str], settings: Settings) ->
     assert stack_processes(settings) == {}, "down returned while a process of the stack still ran"
     down_status = subprocess.run([str(BIN), "status", "--json"], env=env, capture_output=True, text=True)
     assert down_status.returncode == 1 and json.loads(down_status.stdout)["reachable"] is False
+    assert json.loads(down_status.stdout)["mcp_server"].startswith("not running")
 
 
 def readme_run_it() -> str:
