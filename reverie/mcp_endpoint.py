@@ -121,8 +121,13 @@ def served(settings: Settings, environ: dict[str, str], timeout: float = 0.5) ->
     endpoint = kept(settings)
     if endpoint is None or not endpoint.port or running_pid(settings) is None:
         return None
+    return Registered(endpoint.url, endpoint.token) if listens(endpoint, timeout) else None
+
+
+def listens(endpoint: Endpoint, timeout: float) -> bool:
+    """Whether something listens where `endpoint` says, as a client on this host reaches it."""
     try:
         socket.create_connection((LOOPBACK, endpoint.port), timeout=timeout).close()
     except OSError:
-        return None
-    return Registered(endpoint.url, endpoint.token)
+        return False
+    return True

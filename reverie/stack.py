@@ -96,17 +96,12 @@ def down() -> int:
 
 
 def _ended(pid: int) -> bool:
+    from workers.pids import ended
+
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
+        return ended(pid)
     except PermissionError:  # the pid is another user's now: ours ended
         return True
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] == "Z"
-    except (OSError, IndexError):
-        return False
 
 
 def stack_state(settings: Settings) -> "StackStatus":
@@ -125,17 +120,12 @@ def stack_state(settings: Settings) -> "StackStatus":
 
 def _mcp_server(settings: Settings, stack_pid: int | None) -> str:
     """Where the stack's MCP server listens and whether it does (a loopback connect)."""
-    import socket
-    from urllib.parse import urlsplit
-
-    from reverie.mcp_endpoint import kept
+    from reverie.mcp_endpoint import kept, listens
 
     endpoint = kept(settings)
     if stack_pid is None or endpoint is None or not endpoint.port:
         return "not running (sessions start `reverie mcp` on stdio)"
-    try:
-        socket.create_connection((urlsplit(endpoint.url).hostname, endpoint.port), timeout=0.2).close()
-    except OSError:
+    if not listens(endpoint, timeout=0.2):
         return f"{endpoint.url} (NOT LISTENING: the stack restarts it; see its log)"
     return f"{endpoint.url} (listening)"
 

@@ -28,6 +28,8 @@ from rq.scheduler import SCHEDULER_KEY_TEMPLATE, RQScheduler
 from rq.scripts import release_lock
 from rq.worker import Worker
 
+from workers.pids import ended
+
 log = structlog.get_logger("reverie.worker")
 
 _RECLAIMING = "reverie:reclaiming:{}"  # held while one worker reclaims: a job is retried once
@@ -97,15 +99,8 @@ def _gone(hostname: str, pid: str | None) -> bool:
     if hostname != socket.gethostname() or not pid or not pid.isdigit() or not int(pid):
         return False
     try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return True
+        return ended(int(pid))
     except PermissionError:  # another user's process
-        return False
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] == "Z"
-    except (OSError, IndexError):  # not Linux (or gone just now: the next look sees it)
         return False
 
 

@@ -11,8 +11,8 @@ in id order) produce the same tables as the live projector (batch after batch, i
 
 A fold reads the kinds of event its SQL names (or, picking its rows by `kind NOT IN (...)`, every
 kind but those), and runs only on a batch holding one of them; one that names none runs on every
-batch (READS, runs_on). Most
-batches are a prompt or a tool call: a fold costs a few milliseconds even over nothing.
+batch (READS, runs_on). Most batches are a prompt or a tool call: a fold costs a few
+milliseconds even over nothing.
 
 The schema version (projections/store.py) is a hash of SCHEMA and FOLDS: change either, and a
 store of the old version is rebuilt from the log.

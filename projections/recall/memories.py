@@ -386,9 +386,8 @@ class Memories:
         identity = sql.snapshot_identity(self.settings)
         if self._db is not None and identity == self._snapshot:
             return None
-        db = self._moved(self._spare) if identity is not None else None
-        self._spare = None
-        db = db or sql.connect(self.settings, files=False)
+        spare, self._spare = self._spare, None
+        db = self._moved(spare) or sql.connect(self.settings, files=False)
         try:
             db.execute(_RECALL_TABLES)
             features = _feature_rows(db, self._features)
@@ -399,7 +398,8 @@ class Memories:
             raise
 
     def _moved(self, db: duckdb.DuckDBPyConnection | None) -> duckdb.DuckDBPyConnection | None:
-        """`db` reading the current snapshot; None if it cannot (then it is closed)."""
+        """`db` reading the current snapshot; None if it cannot, or there is none (then it is
+        closed)."""
         if db is None:
             return None
         try:
