@@ -26,6 +26,10 @@ from schemas.settings import Settings
 # the hook's own watchdog 5 (ingest/hook.py): 2 s is well within both, and is seen only when late.
 DEADLINE_S = 2.0
 CONTEXT_HOOKS = ("UserPromptSubmit", "SessionStart", "SubagentStart")
+# A prompt this long (characters) or shorter goes to the service as it is, which reads its gist;
+# a longer one is cut to its gist here first (schemas/text/gist.py), whose `re` costs a hook
+# about 5 ms. At most 192 KB as JSON (12 bytes a character at worst), well within a request line.
+SENT_WHOLE = 16_000
 # the hooks that only tell the service: it writes the session's compaction manifest
 MANIFEST_HOOKS = ("Stop", "PreCompact")
 
@@ -54,9 +58,7 @@ def context_for(settings: Settings, hook: str, payload: dict[str, Any], project:
         "deadline_s": DEADLINE_S,
     }
     if hook == "UserPromptSubmit":
-        from schemas.text.gist import gist  # here: most hook events ask nothing
-
-        request["prompt"] = gist(str(payload.get("prompt") or ""))
+        request["prompt"] = prompt_sent(str(payload.get("prompt") or ""))
         request["transcript_bytes"] = _size(payload.get("transcript_path"))
     if hook == "SubagentStart":  # what this kind of agent remembered: the project's profile is not its
         request["agent"] = str(payload.get("agent_type") or "")
@@ -76,6 +78,15 @@ def context_for(settings: Settings, hook: str, payload: dict[str, Any], project:
             return f.read(HOOK_CONTEXT_LIMIT)
     except OSError:
         return ""
+
+
+def prompt_sent(prompt: str) -> str:
+    """What the service is sent of `prompt`: all of it, or the gist of a long one."""
+    if len(prompt) <= SENT_WHOLE:
+        return prompt
+    from schemas.text.gist import gist  # here: a prompt this long is rare
+
+    return gist(prompt)
 
 
 def tell(settings: Settings, hook: str, payload: dict[str, Any], project: str) -> None:

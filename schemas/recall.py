@@ -8,9 +8,10 @@ nothing), {"recall": {...}} for `reverie recall`, {"vectors": "<base64>"} for a 
 `encode` (the texts' unit vectors, float32 little-endian, row after row: the service holds the
 stack's one copy of the embedding model, and the workers ask it), {"status": {...}} for
 `reverie status` (schemas/status.py), {"reflection": {...}} for a request to `reflect`
-(schemas/reflection.py), or {"error": "..."}. A request line holds at
-most REQUEST_LIMIT bytes: askers send a prompt's gist (schemas/text/gist.py), not the whole of it.
-Over TCP the line comes after a handshake, with its proof (ingest/handshake.py).
+(schemas/reflection.py), or {"error": "..."}. A request line holds at most REQUEST_LIMIT
+bytes: askers send a long prompt's gist (schemas/text/gist.py), not the whole of it; the
+service reads the gist of any prompt. Over TCP the line comes after a handshake, with its
+proof (ingest/handshake.py).
 """
 
 from datetime import datetime

@@ -155,17 +155,19 @@ def test_every_hook_event_of_a_session_is_recorded(claude_code: Claude, stack: S
     result = claude_code.prompt(f"{TAUGHT} RUN_TESTS", "Bash")
     session = result["session_id"]
     expected = [
-        kinds.SESSION_STARTED, kinds.PROMPT_SUBMITTED, kinds.TOOL_REQUESTED, kinds.TOOL_USED,
-        kinds.ASSISTANT_STOPPED, kinds.SESSION_ENDED,
+        kinds.SESSION_STARTED, kinds.PROMPT_SUBMITTED, kinds.TOOL_USED, kinds.ASSISTANT_STOPPED,
+        kinds.SESSION_ENDED,
     ]  # fmt: skip
     wait_for(
         lambda: set(expected) <= set(recorded(stack, session)), timeout=60, what="every hook event archived"
     )
-    [(command, project)] = stack.query(
-        f"select payload->'tool_input'->>'command', project from events where session_id = '{session}' "
-        f"and kind = '{kinds.TOOL_USED}'"
+    assert kinds.TOOL_REQUESTED not in recorded(stack, session)  # no hook before each tool call
+    [(command, project, duration)] = stack.query(
+        "select payload->'tool_input'->>'command', project, payload->>'duration_ms' from events "
+        f"where session_id = '{session}' and kind = '{kinds.TOOL_USED}'"
     )
     assert command == "echo 3 passed" and project == str(claude_code.project)
+    assert float(duration) >= 0  # how long the call took, said by Claude Code itself
     assert not list(Path(Settings(claude_code.env["REVERIE_HOME"]).dead_letter_dir).glob("*.json"))
 
 

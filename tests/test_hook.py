@@ -5,6 +5,7 @@ import contextlib
 import io
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -23,6 +24,7 @@ from ingest.hook import handle_hook, parse_payload
 from ingest.spool import spooled
 from ingest.truncate import EVENT_LIMIT, MAX_DEPTH, MAX_INPUT
 from schemas.events import DeadLetter, InvalidEvent, decode_event, payload_of
+from schemas.kinds import HOOK_KINDS
 from schemas.observed import ToolUsed
 from schemas.settings import STREAM, Settings
 from tests.support.processes import BIN, run_hook, wait_for
@@ -343,3 +345,27 @@ def test_a_hook_hung_up_on_and_told_to_end_still_records_its_event(home: str) ->
     assert hook_process.wait(60) == 0
     [path] = spooled(Settings(home).spool_dir)
     assert decode_event(open(path, "rb").read()).kind == "assistant.stopped"
+
+
+@pytest.mark.parametrize("hook_name", ["UserPromptSubmit", "SessionStart", "PostToolUse", "Stop"])
+def test_the_installed_hook_imports_no_re_for_a_usual_payload(home: str, hook_name: str) -> None:
+    """`re` would cost every hook about 5 ms: a prompt of usual length goes to the service whole,
+    and it is `re` that reads its gist there."""
+    from reverie.installing.entries import launcher_command
+
+    payload = {
+        "session_id": "s1", "hook_event_name": hook_name, "source": "startup", "tool_name": "Bash",
+        "prompt": "why does the upload fail with ERR_QUOTA_4711 since the deploy? " * 30,
+        "tool_input": {"command": "make test"}, "last_assistant_message": "The build passes.",
+    }  # fmt: skip
+    python, *flags, launcher, _, _, _ = shlex.split(launcher_command(hook_name))  # ... EVENT || true
+    told = "import atexit, sys; atexit.register(lambda: print('re' in sys.modules, file=sys.stderr))"
+    env = {"PATH": os.environ["PATH"], **offline_env(home)}
+    result = subprocess.run(
+        [python, *flags, "-c", f"{told}; sys.argv = [{launcher!r}, {hook_name!r}]; "
+         f"exec(open({launcher!r}).read(), {{'__name__': '__main__', '__file__': {launcher!r}}})"],
+        input=json.dumps(payload).encode(), env=env, capture_output=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 0 and result.stderr.decode().strip() == "False", result.stderr
+    [path] = spooled(Settings(home).spool_dir)
+    assert decode_event(open(path, "rb").read()).kind == HOOK_KINDS[hook_name]

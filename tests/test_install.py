@@ -12,9 +12,8 @@ from typing import Any
 import pytest
 
 import ingest
-from reverie.installing.entries import is_ours, launcher_command
+from reverie.installing.entries import HOOKED, is_ours, launcher_command
 from reverie.installing.stale import stale_hooks
-from schemas.kinds import HOOK_KINDS
 from schemas.settings import Settings, read_connection
 from tests.support.processes import REVERIE, Stack, wait_for
 
@@ -79,10 +78,12 @@ def test_install_then_uninstall_leaves_every_file_as_it_was(user: dict[str, Any]
         "local": user["project"] / ".claude" / "settings.local.json",
     }[scope]
     hooks = hooks_of(settings)
-    assert set(hooks) >= set(HOOK_KINDS)
-    for event in HOOK_KINDS:
+    assert set(hooks) >= set(HOOKED)
+    for event in HOOKED:
         ours = [h for group in hooks[event] for h in group["hooks"] if is_ours(h)]
         assert len(ours) == 1 and ours[0]["command"].endswith(f"launcher.py {event} || true")
+    # the hook Claude Code would wait for before every tool call is not reverie's
+    assert not any(is_ours(h) for group in hooks.get("PreToolUse", []) for h in group["hooks"])
     if scope == "user":  # the user's own hooks and keys are all there, first
         assert hooks["PreToolUse"][0] == THEIRS["hooks"]["PreToolUse"][0]
         assert json.loads(settings.read_text())["permissions"] == THEIRS["permissions"]
@@ -120,7 +121,7 @@ def test_reinstalling_over_an_older_install_keeps_the_users_hooks(user: dict[str
     hooks = hooks_of(settings)
     assert hooks["PreToolUse"][0] == THEIRS["hooks"]["PreToolUse"][0]  # theirs, the old entry gone
     assert hooks["Stop"][0] == THEIRS["hooks"]["Stop"][0]
-    for event in HOOK_KINDS:
+    for event in HOOKED:
         commands = [h["command"] for group in hooks[event] for h in group["hooks"]]
         assert sum("launcher.py" in c for c in commands) == 1 and not any(
             "reverie hook" in c for c in commands
@@ -180,7 +181,7 @@ def test_a_users_hooks_that_run_a_launcher_of_their_own_survive_install_and_unin
     hooks = hooks_of(settings)
     for event, groups in mine["hooks"].items():
         assert hooks[event][: len(groups)] == groups  # theirs first, as they were
-    for event in HOOK_KINDS:
+    for event in HOOKED:
         assert sum(is_ours(h) for group in hooks[event] for h in group["hooks"]) == 1
     assert reverie(user, "uninstall", "claude-code").returncode == 0
     assert settings.read_bytes() == before
@@ -247,7 +248,7 @@ def test_the_installed_hook_records_and_never_blocks_once_its_paths_are_gone(
     settings = user["home"] / ".claude" / "settings.json"
     settings.write_text(settings.read_text().replace(package, removed))
     stale = stale_hooks(str(user["home"]), str(user["project"]))
-    assert len(stale) == len(HOOK_KINDS) and removed in stale[0]
+    assert len(stale) == len(HOOKED) and removed in stale[0]
 
 
 @pytest.mark.integration
@@ -436,7 +437,7 @@ def test_sessions_starting_at_once_each_get_the_whole_plugin_and_old_folders_go(
         "commands/remember.md",
     }
     hooks = json.loads((Path(folder) / "hooks" / "hooks.json").read_text())["hooks"]
-    assert set(hooks) == set(HOOK_KINDS)
+    assert set(hooks) == set(HOOKED)
     assert (
         reverie(user, "claude-code", "plugin").stdout.strip() == folder
     )  # the same content, the same folder

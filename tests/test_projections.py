@@ -150,6 +150,15 @@ def test_a_duration_is_known_whichever_of_pre_and_post_is_folded_first(folding: 
     assert rows(db, "SELECT duration_ms FROM tool_uses") == [(250.0,)]
 
 
+def test_a_duration_claude_code_gives_is_the_one_kept(folding: Folding) -> None:
+    pre = observed(kinds.TOOL_REQUESTED, 0, tool_name="Bash", tool_use_id="t1")
+    post = observed(kinds.TOOL_USED, 0.25, tool_name="Bash", tool_use_id="t1", duration_ms=27)
+    alone = observed(kinds.TOOL_USED, 1, tool_name="Read", tool_use_id="t2", duration_ms=3)
+    db = folding.fold([post, alone], [pre])
+    durations = rows(db, "SELECT tool_use_id, duration_ms FROM tool_uses ORDER BY ts")
+    assert durations == [("t1", 27.0), ("t2", 3.0)]
+
+
 def test_an_event_in_two_segments_is_folded_once(folding: Folding) -> None:
     prompt = observed(kinds.PROMPT_SUBMITTED, 1, prompt="once")
     db = folding.fold([prompt], [prompt, observed(kinds.PROMPT_SUBMITTED, 2, prompt="twice?")])

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ingest.injection import SENT_WHOLE, prompt_sent
 from projections.recall.tasks import classify, identifiers, keywords, queries
 from projections.recall.timeframes import window
 from projections.recall.words import terms
@@ -71,6 +72,13 @@ def test_a_pasted_log_keeps_the_question_the_error_and_stays_within_the_limit() 
 @given(st.text(alphabet="ab é漢\n-_.E", max_size=6_000), st.integers(80, 3_000))
 def test_a_gist_never_exceeds_its_limit(prompt: str, limit: int) -> None:
     assert len(gist(prompt, limit)) <= max(limit, 0)
+
+
+def test_the_hook_sends_a_prompt_whole_unless_it_is_long() -> None:
+    usual = "why does the upload fail with ERR_QUOTA_4711 since the deploy? " * 40
+    assert prompt_sent(usual) == usual  # the service reads its gist: the hook needs no `re`
+    pasted = "QUJD" * (SENT_WHOLE // 4) + " why?"
+    assert prompt_sent(pasted) == gist(pasted) == "QUJD" * 16 + "… why?"
 
 
 def test_one_enormous_line_keeps_its_head_and_tail() -> None:

@@ -53,6 +53,7 @@ from schemas.recall import REQUEST_LIMIT, Recall, RecallRequest
 from schemas.reflection import Reflection
 from schemas.settings import Settings
 from schemas.status import StackStatus
+from schemas.text.gist import gist
 from workers.dynamics.reflect import evidence_request
 from workers.embedder import in_background, run_embedder
 from workers.redis_client import connect
@@ -91,6 +92,8 @@ class RecallService:
             return {"vectors": vectors.astype("<f4").tobytes()}
         if request.status:
             return {"status": self._status()}
+        if request.prompt:  # what recall reads of a prompt is its gist, whoever sent it whole
+            request = msgspec.structs.replace(request, prompt=gist(request.prompt))
         asked = (
             request if request.reflect is None else evidence_request(request.prompt, request.project or "")
         )

@@ -1,5 +1,8 @@
 """The tools a session used: each request, use and failure, and how long each took. A call that
-never ran (Claude Code cancelled it, the user refused or interrupted it) is no error."""
+never ran (Claude Code cancelled it, the user refused or interrupted it) is no error.
+
+How long a call took is what Claude Code says in its PostToolUse (`duration_ms`: 2.1.328 sends
+it); for an older Claude Code, the time from the call's PreToolUse, when one was recorded."""
 
 from projections.folds.base import ERROR
 from schemas import kinds
@@ -22,7 +25,7 @@ CREATE TABLE tool_uses (
     ts TIMESTAMPTZ, tool_use_id VARCHAR, tool VARCHAR,
     input_summary VARCHAR,      -- the command, the file or the pattern; else the input's start
     outcome VARCHAR,            -- ok, error, cancelled (it never ran: cancelled, refused, interrupted)
-    duration_ms DOUBLE,         -- from the PreToolUse of the same tool_use_id, when recorded
+    duration_ms DOUBLE,         -- Claude Code's, else from the PreToolUse of the same tool_use_id
     files_touched VARCHAR[]
 );
 CREATE TABLE errors (
@@ -52,7 +55,7 @@ FOLDS: list[tuple[str, str]] = [
             {_summary_of_input().replace("payload", "b.payload")},
             CASE WHEN b.kind <> '{kinds.TOOL_FAILED}' THEN 'ok' WHEN cancelled({ERROR.replace("payload", "b.payload")}) THEN 'cancelled'
                 ELSE 'error' END,
-            epoch_ms(b.ts) - epoch_ms(r.ts),
+            coalesce(TRY_CAST(b.payload->>'duration_ms' AS DOUBLE), epoch_ms(b.ts) - epoch_ms(r.ts)),
             list_filter([b.payload->>'$.tool_input.file_path', b.payload->>'$.tool_input.notebook_path',
                          b.payload->>'$.tool_input.path'], lambda p: p IS NOT NULL)
         FROM batch b LEFT JOIN tool_requests r ON r.tool_use_id = b.payload->>'tool_use_id'

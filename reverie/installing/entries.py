@@ -30,6 +30,11 @@ SERVER_NAME = "reverie"
 _TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest"})
 # Claude Code's own bound on a hook (seconds); reverie's watchdog ends it within 5 s anyway
 _HOOK_TIMEOUT_S = 10
+# The events reverie hooks: all but PreToolUse, which Claude Code waits for before every tool
+# call (a hook is 15 to 20 ms) and which says nothing PostToolUse and PostToolUseFailure do not:
+# the call, and (its only use) when it began, now that they carry its `duration_ms`. The hook
+# still records a PreToolUse it is given.
+HOOKED = tuple(event for event in HOOK_KINDS if event != "PreToolUse")
 
 
 def launcher_command(event: str, inline: Mapping[str, str] | None = None) -> str:
@@ -129,10 +134,10 @@ def without_hooks(settings: dict[str, Any]) -> dict[str, Any]:
 
 
 def with_hooks(settings: dict[str, Any], inline: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """`settings` with one reverie hook entry per Claude Code event, the user's kept as they are."""
+    """`settings` with one reverie hook entry per event it hooks (HOOKED), the user's kept as they are."""
     result = without_hooks(settings)
     hooks = dict(result.get("hooks") or {})
-    for event in HOOK_KINDS:
+    for event in HOOKED:
         group: dict[str, Any] = {"matcher": "*"} if event in _TOOL_EVENTS else {}
         handler = {"type": "command", "command": launcher_command(event, inline), "timeout": _HOOK_TIMEOUT_S}
         existing = hooks.get(event)

@@ -10,11 +10,10 @@ characters between them, a hyphen or underscore lookalike between its words), it
 words, with the brackets, slashes and spaces that touch it. So no text inside can open or
 close the fence, and the model sees one opening and one closing tag. The recall service
 renders the fence; the hook checks it again (`guarded`) before it prints, so what it prints is
-fenced whatever answered on the socket or lay in a profile. Standard library only, and no
-`re`: the hook imports it.
+fenced whatever answered on the socket or lay in a profile. Standard library only, and
+neither `re` nor `functools` (2.7 ms to import): the hook imports it.
 """
 
-import functools
 import unicodedata
 
 PREAMBLE = (
@@ -125,13 +124,12 @@ def _marker_end(folded: str, start: int) -> int | None:
     return None
 
 
-@functools.lru_cache(maxsize=4096)
 def _bracket(char: str) -> bool:
     """Whether `char` may make a tag of a marker it touches: a slash, or anything a reader may
     take for `<` or `>` (its decomposition holds one, or its Unicode name says angle bracket,
     angle quotation mark, less-/greater-than, arrowhead, solidus or slash)."""
-    if char in "/\\":
-        return True
+    if char.isascii():
+        return char in "/\\<>"
     if any(c in "<>" for c in unicodedata.normalize("NFKD", char)):
         return True
     name = unicodedata.name(char, "")

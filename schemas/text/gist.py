@@ -10,8 +10,10 @@ pieces and every extra word costs each full-text search, so recall reads a promp
   wrong (error, exception, failed, ...), then the others in order, while the limit lasts, each
   at most an eighth of it; a gap is marked "…".
 
-Linear in the prompt's length, deterministic, standard library only: the hook sends the gist
-(a socket carries kilobytes, not megabytes) and the recall service reads no more of any prompt.
+Linear in the prompt's length, deterministic, standard library only: the hook sends a long
+prompt's gist (a socket carries kilobytes, not megabytes) and a shorter one whole, and the
+recall service reads no more than the gist of any prompt (ingest/injection.py says where the
+line between them lies).
 """
 
 import re
