@@ -3,6 +3,8 @@
 Rows print as a table when it fits the terminal's width (80 columns when the output is not a
 terminal, or $COLUMNS), else as records, one line per column, like psql's `\\x auto`: a wide
 row never shrinks to columns of "…". Values are shown as they are, never read as rich markup.
+A table shows its first TABLE_ROWS rows and says how many more there are: drawing 200,000 rows
+took 16 s, which nobody reads; JSON and CSV, for programs, print every row.
 """
 
 import csv
@@ -32,6 +34,7 @@ class _Console(Console):
 
 out = _Console(soft_wrap=True)
 err = _Console(stderr=True, soft_wrap=True)
+TABLE_ROWS = 1_000
 
 
 def progress_bar() -> Progress:
@@ -78,7 +81,8 @@ def print_rows(columns: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str =
         writer.writerow(columns)
         writer.writerows([[_plain(v) for v in row] for row in rows])
     else:
-        cells = [[Text("" if v is None else str(_plain(v))) for v in row] for row in rows]  # never markup
+        shown = rows[:TABLE_ROWS]
+        cells = [[Text("" if v is None else str(_plain(v))) for v in row] for row in shown]  # never markup
         table = Table(*columns, show_lines=False, header_style="bold")
         for row_cells in cells:
             table.add_row(*row_cells)
@@ -87,7 +91,17 @@ def print_rows(columns: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str =
             _print_records(columns, cells)
         else:
             out.print(table)
-        out.print(f"[dim]{len(rows)} row{'s' if len(rows) != 1 else ''}[/]")
+        out.print(f"[dim]{_counted(len(rows), len(shown))}[/]")
+
+
+def _counted(rows: int, shown: int) -> str:
+    """What the footer of a table says of its rows."""
+    if shown < rows:
+        return (
+            f"the first {shown:,} of {rows:,} rows (LIMIT and OFFSET show others; "
+            "`reverie sql --csv` or `--json` prints them all)"
+        )
+    return f"{rows} row{'s' if rows != 1 else ''}"
 
 
 def _print_records(columns: Sequence[str], rows: list[list[Text]]) -> None:

@@ -8,6 +8,7 @@ import pytest
 from ingest.dead_letters import write_dead_letter
 from projections.event_log import EventLog
 from projections.sql import connect, query
+from reverie.console import TABLE_ROWS
 from schemas.events import decode_event
 from schemas.settings import Settings
 from tests.support.events import event
@@ -63,12 +64,24 @@ def test_csv_lines_end_with_a_line_feed(settings: Settings, env: dict[str, str])
 def test_sql_into_head_ends_quietly_with_the_status_of_a_writer_cut_off(
     env: dict[str, str], fmt: str
 ) -> None:
-    rows = "select * from range(30000)"  # far more than a pipe holds
+    rows = "select repeat(chr(120), 70) from range(30000)"  # far more than a pipe holds, even as a table
     shell = f"set -o pipefail; '{BIN}' sql '{rows}' {fmt} | head -n 1"
     piped = subprocess.run(["bash", "-c", shell], env=env, capture_output=True, text=True, timeout=120)
     assert piped.stderr == ""  # no BrokenPipeError, no traceback
     assert piped.returncode == 128 + 13  # as `yes | head` under pipefail: SIGPIPE's, not an error's
     assert len(piped.stdout.splitlines()) == 1
+
+
+def test_a_table_shows_its_first_rows_and_says_how_to_see_them_all(env: dict[str, str]) -> None:
+    rows = "select range as n from range(5000)"
+    table = subprocess.run([str(BIN), "sql", rows], env=env, capture_output=True, text=True, check=True)
+    shown = [line.strip("│ ") for line in table.stdout.splitlines() if line.startswith("│")]
+    assert shown == list(map(str, range(TABLE_ROWS)))
+    assert "the first 1,000 of 5,000 rows" in table.stdout and "--csv" in table.stdout
+    as_csv = subprocess.run(
+        [str(BIN), "sql", rows, "--csv"], env=env, capture_output=True, text=True, check=True
+    )
+    assert as_csv.stdout.splitlines() == ["n", *map(str, range(5000))]  # programs get every row
 
 
 def test_a_row_too_wide_for_80_columns_prints_as_a_record(settings: Settings, env: dict[str, str]) -> None:
