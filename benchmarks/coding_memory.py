@@ -34,13 +34,16 @@ stack settles again, and all of it is measured a second time, the hooks as a lat
 (the first pass's questions are that earlier session's prompts now, as a user asking again
 days later would have them).
 
-Prints one JSON line: per pass ("before", and "after" with --think), hits per category for
+With `--think-first`, the thinking jobs run before the questions are first asked (that pass
+is "thought"), as when a user imports history and asks days later.
+
+Prints one JSON line: per pass ("before" or "thought", and "after" with --think), hits per category for
 both, how many hooks printed a context (and how many of those were the project's profile, the
 fallback when the service is late), the characters injected per question (median, max) and per
 unrelated prompt (median, max), and per question [id, top5, injected, characters]; a summary
 on stderr.
 
-    python benchmarks/coding_memory.py [--home DIR] [--questions FILE] [--pause 1] [--think]
+    python benchmarks/coding_memory.py [--home DIR] [--questions FILE] [--pause 1] [--think] [--think-first]
 
 The stack is heavy on a small machine: run one such job at a time (`flock /tmp/heavy.lock ...`).
 """
@@ -435,6 +438,7 @@ def evaluate(
     transcripts: str,
     pause_s: float,
     think: bool,
+    think_first: bool = False,
 ) -> dict[str, Any]:
     settings = Settings(home)
     env = stack_env(home)
@@ -444,8 +448,13 @@ def evaluate(
         import_transcripts(reverie, env, transcripts)
         archived, segments, memories = wait_until_settled(settings)
         print(f"settled: {archived} events, {segments} segments, {memories} memories", file=sys.stderr)
-        measured = measure(reverie, settings, questions, cwds, unrelated, pause_s, "bench-before")
-        passes["before"] = report("before", measured) | {"memories": memories}
+        if think_first:  # the questions come only after the thinking jobs, as days later
+            think_all(reverie, env)
+            archived, segments, memories = wait_until_settled(settings)
+            print(f"settled: {archived} events, {segments} segments, {memories} memories", file=sys.stderr)
+        first = "thought" if think_first else "before"
+        measured = measure(reverie, settings, questions, cwds, unrelated, pause_s, f"bench-{first}")
+        passes[first] = report(first, measured) | {"memories": memories}
         if think:
             think_all(reverie, env)
             archived, segments, memories = wait_until_settled(settings)
@@ -467,6 +476,9 @@ def main() -> None:
     )
     parser.add_argument("--pause", type=float, default=1.0, help="seconds before each hook run")
     parser.add_argument("--think", action="store_true", help="then run every thinking job, and measure again")
+    parser.add_argument(
+        "--think-first", action="store_true", help="run every thinking job before the first questions"
+    )
     args = parser.parse_args()
     reverie = shutil.which("reverie", path=os.path.dirname(sys.executable))
     assert reverie, "reverie is not installed beside this python"
@@ -476,7 +488,9 @@ def main() -> None:
         unrelated = msgspec.json.decode(f.read(), type=list[str])
     with data_directory(args.home) as home:
         transcripts = os.path.abspath(args.transcripts)
-        result = evaluate(reverie, home, questions, unrelated, transcripts, args.pause, args.think)
+        result = evaluate(
+            reverie, home, questions, unrelated, transcripts, args.pause, args.think, args.think_first
+        )
     print(json.dumps(result))
 
 

@@ -153,9 +153,10 @@ def _recall_tool(settings: Settings, where: Where, warm_only: bool) -> Callable[
         found ([VECTOR], [FULL-TEXT], [GRAPH], [TIME]; [CROSS-REF] when two said the same)."""
         from schemas.recall import RecallRequest
 
-        request = RecallRequest(
-            prompt=query, project=place.project, network=type, category=category, dedup=True
-        )
+        request = RecallRequest(  # answers: questions asked before are none (as for the hook)
+            prompt=query, project=place.project, network=type, category=category, dedup=True,
+            answers_only=True,
+        )  # fmt: skip
         return _listed(_recall(settings, request, warm_only), budget)
 
     return memory_recall

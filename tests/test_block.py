@@ -159,6 +159,11 @@ def test_an_earlier_question_is_no_answer_nor_opens_the_block() -> None:
         ("Where possible prefer httpx over requests", False),
         ("Should be fine to use uv sync --frozen", False),
         ("Always ask me before pushing?", False),  # a rule, whatever its punctuation
+        ("The alias runs credo. Which tasks does it run in the tracing worktree?", True),
+        ("Dialyzer kept blocking the commit.\nWhat was the real cause in the end?", True),
+        ("The build broke. Fix it, and never skip the tests. Is that clear?", False),
+        ("Which of these is faster? I went with httpx.", True),
+        ("Use uv for everything. It is faster than pip.", False),
     ],
 )
 def test_a_question_is_what_asks_not_an_instruction_that_opens_alike(said: str, asks: bool) -> None:

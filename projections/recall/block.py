@@ -178,14 +178,22 @@ def _holds(memory: Scored, names: list[re.Pattern[str]]) -> bool:
 def asked_before(kind: str, text: str, asked: frozenset[str]) -> bool:
     """Whether a memory is a question asked before, no answer: the asking prompt's earlier copy
     (its words, `asked`, alike by ECHO), or any prompt that is itself a question (its answer, the
-    agent's message, is a memory of its own)."""
+    agent's message, is a memory of its own): one whose first or last sentence asks (people
+    say what they are on first, and ask after), and that states no rule anywhere."""
     if kind != "prompt":
         return False
     if jaccard(word_set(text), asked) >= ECHO:
         return True
     first = _FIRST_SENTENCE.match(text.strip())
-    sentence = first.group() if first else ""
-    return _ASKS.search(sentence) is not None and _STATES_A_RULE.search(sentence) is None
+    sentences = (first.group() if first else "", _last_sentence(text))
+    return any(_ASKS.search(s) for s in sentences) and _STATES_A_RULE.search(text) is None
+
+
+def _last_sentence(text: str) -> str:
+    """The last sentence of `text`, its own end marks kept (linear: no pattern anchored at the end)."""
+    text = text.rstrip()
+    body = len(text.rstrip(".!?"))
+    return text[max(text.rfind(mark, 0, body) for mark in ".!?\n") + 1 :]
 
 
 def _lines_of(
