@@ -50,6 +50,19 @@ def test_a_prompt_memory_does_not_answer_gets_nothing() -> None:
     assert chosen("explain how python decorators work", found) == []
 
 
+def test_earlier_chat_near_only_to_the_model_is_no_answer() -> None:
+    """The model puts "write a haiku about autumn leaves" at 0.38 of the seasons' question, above
+    the answers some real questions have: a turn of chat must share a word with the prompt."""
+    haiku = memory("h", "write a haiku about autumn leaves", kind="prompt", similarity=0.38)
+    fact = memory("f", "autumn comes as the Earth's tilt turns a hemisphere away", similarity=0.38)
+    assert chosen("what causes the seasons on Earth?", [haiku]) == []
+    assert [m.memory_id for m in chosen("what causes the seasons on Earth?", [haiku, fact])] == ["f"]
+    said = memory(
+        "s", "the seasons come from the Earth's tilt, not its distance", kind="message", similarity=0.38
+    )
+    assert [m.memory_id for m in chosen("what causes the seasons on Earth?", [haiku, said])] == ["s"]
+
+
 def test_a_name_from_code_the_prompt_gives_is_an_answer_however_far_the_model_puts_it() -> None:
     found = [
         memory("m1", "SPOTTER_OTEL_ENABLED=false turns tracing off", similarity=0.1),

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from projections.recall.tasks import identifiers
-from projections.recall.words import covered, jaccard, word_set
+from projections.recall.words import NEGATIONS, covered, jaccard, word_set
 from schemas.recall import Scored
 
 if TYPE_CHECKING:  # the vectors' module loads Arrow: reflection's asker reads blocks without it
@@ -126,7 +126,7 @@ def _ranked(found: Sequence[Scored], names: list[re.Pattern[str]], asked: frozen
     """The memories that may answer, the distilled first; none if memory does not answer at
     all (see the module's docstring, 1 to 3)."""
     answers = [m for m in found if not asked_before(m.kind, m.text, asked)]
-    near = [m for m in answers if _near(m, names)]
+    near = [m for m in answers if _near(m, names, asked)]
     if not any(m.similarity >= BLOCK_FLOOR or _holds(m, names) for m in near):
         return []
     # a fact drawn from one turn stands for it (an LLM's fact names its batch's ends, not a turn)
@@ -151,10 +151,14 @@ def _nearest(memory: Scored, chunks: list[tuple[str, Vector]], query: Vector) ->
     return msgspec.structs.replace(memory, similarity=max(memory.similarity, round(nearest, 6)))
 
 
-def _near(memory: Scored, names: list[re.Pattern[str]]) -> bool:
+def _near(memory: Scored, names: list[re.Pattern[str]], asked: frozenset[str]) -> bool:
     if memory.kind in REFLECTION:  # an answer to a question: for a prompt near it only
         return memory.similarity >= OPINION_FLOOR
-    return memory.similarity >= ITEM_FLOOR or _holds(memory, names)
+    if _holds(memory, names):
+        return True
+    if memory.kind in RAW and not (word_set(memory.text) & asked) - NEGATIONS:  # near to the model only
+        return False
+    return memory.similarity >= ITEM_FLOOR
 
 
 def _names(prompt: str) -> list[re.Pattern[str]]:
