@@ -264,12 +264,11 @@ def _why_tool(settings: Settings, where: Where) -> Callable[..., str]:
         events and transcript lines they came from (JSON)."""
         import msgspec
 
-        from projections.sql import NoSnapshot
-        from reverie.explaining import Unknown, why
+        from reverie.explaining import CannotExplain, why
 
         try:
             answer = why(settings, id, place.project)
-        except (Unknown, NoSnapshot) as e:
+        except CannotExplain as e:
             raise ToolError(str(e)) from None
         return msgspec.json.encode(answer).decode()
 

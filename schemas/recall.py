@@ -7,11 +7,11 @@ The answer is one JSON line too: {"context": "..."} for a hook (the text to inje
 nothing), {"recall": {...}} for `reverie recall`, {"vectors": "<base64>"} for a request to
 `encode` (the texts' unit vectors, float32 little-endian, row after row: the service holds the
 stack's one copy of the embedding model, and the workers ask it), {"status": {...}} for
-`reverie status` (schemas/status.py), {"reflection": {...}} for a request to `reflect`
-(schemas/reflection.py), or {"error": "..."}. A request line holds at most REQUEST_LIMIT
-bytes: askers send a long prompt's gist (schemas/text/gist.py), not the whole of it; the
-service reads the gist of any prompt. Over TCP the line comes after a handshake, with its
-proof (ingest/handshake.py).
+`reverie status` (schemas/status.py), {"why": {...}} for `reverie why` (schemas/why.py),
+{"reflection": {...}} for a request to `reflect` (schemas/reflection.py), or {"error": "..."}.
+A request line holds at most REQUEST_LIMIT bytes: askers send a long prompt's gist
+(schemas/text/gist.py), not the whole of it; the service reads the gist of any prompt. Over
+TCP the line comes after a handshake, with its proof (ingest/handshake.py).
 """
 
 from datetime import datetime
@@ -55,6 +55,8 @@ class RecallRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     encode: list[str] | None = None
     # set by `reverie status`: the stack's status (schemas/status.py), and no recall
     status: bool = False
+    # set by `reverie why` and memory_why: why memory holds this id (schemas/why.py), and no recall
+    why: str | None = None
     # set by `reverie reflect` and memory_reflect: an opinion on the prompt, weighed with the
     # project's disposition, recorded as the asker's (`asked_by`: kinds.SOURCE_CLI, SOURCE_MCP)
     reflect: Disposition | None = None

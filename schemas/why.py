@@ -13,6 +13,13 @@ from typing import Any, Literal
 import msgspec
 
 What = Literal["fact", "entity", "episode", "memory"]
+EXCERPT = 160  # the most characters of an excerpt
+
+
+def cut(text: str) -> str:
+    """`text` as an excerpt: on one line, at most EXCERPT characters."""
+    line = " ".join(text.split())
+    return line if len(line) <= EXCERPT else line[: EXCERPT - 1] + "…"
 
 
 class Source(msgspec.Struct, kw_only=True):

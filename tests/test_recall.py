@@ -22,6 +22,7 @@ from projections.recall import render, scoring
 from projections.recall.block import Shown
 from projections.recall.memories import Memories
 from projections.recall.pipeline import Fusion, Overdue, Recaller
+from projections.sql import connect
 from projections.vectors import Vectors
 from reverie.testing import Folding, make_event
 from schemas import events, kinds, memory
@@ -35,6 +36,7 @@ from tests.support.processes import BIN, wait_for
 from workers import recall_service
 from workers.embedder import lock_vectors, open_embedder, sync_once
 from workers.recall_service import RecallService
+from workers.why import why
 
 NOW = at(0) + timedelta(days=400)
 
@@ -431,6 +433,38 @@ def test_status_says_so_while_the_service_cannot_read_new_memories(
         monkeypatch.undo()
         service.refresh()
         assert said() == "answering"
+        embedder.close()
+
+
+def test_the_service_says_why_as_the_files_do(
+    encoder: Encoder, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """`reverie why` and memory_why ask the running service, through the snapshot it holds
+    open: its answer is the one read from the files, an unknown id an error that says so."""
+    settings = Settings(str(tmp_path_factory.mktemp("why")))
+    said = observed(kinds.MEMORY_REMEMBERED, 10, text="the build runs on Buildkite")
+    folding = Folding(settings)
+    folding.log.append([said])
+    folding.fold([said])
+    folding.close()
+    with lock_vectors(settings):
+        embedder = open_embedder(settings, encoder)
+        sync_once(settings, embedder)
+        reader = Vectors(embedder.vectors.path, encoder.dim)
+        service = RecallService(settings, Recaller(encoder, reader, Memories(settings, follow=False)))
+        service.refresh()
+        answered = service.answer(RecallRequest(why=said.id[:20]))["why"]
+        db = connect(settings, snapshot_required=True)
+        try:
+            assert answered == why(db, said.id)
+        finally:
+            db.close()
+        assert answered.title == "the build runs on Buildkite" and answered.recorded is not None
+        assert answered.recorded.kind == kinds.MEMORY_REMEMBERED
+        unknown = service.answer(RecallRequest(why="fact:nobody-has-it"))
+        assert "no fact, entity, episode or other memory" in unknown["error"]
+        elsewhere = service.answer(RecallRequest(why=said.id, project="/somewhere/else"))
+        assert "in this project" in elsewhere["error"]
         embedder.close()
 
 

@@ -54,11 +54,13 @@ from schemas.reflection import Reflection
 from schemas.settings import Settings
 from schemas.status import StackStatus
 from schemas.text.gist import gist
+from schemas.why import Why
 from workers.dynamics.reflect import evidence_request
 from workers.embedder import in_background, run_embedder
 from workers.redis_client import connect
 from workers.reflection import reflection
 from workers.status import stack_status
+from workers.why import Unknown, why
 
 log = structlog.get_logger("reverie.recall")
 REFRESH_S = 1.0  # how often the service looks for new memories
@@ -92,6 +94,11 @@ class RecallService:
             return {"vectors": vectors.astype("<f4").tobytes()}
         if request.status:
             return {"status": self._status()}
+        if request.why is not None:
+            try:
+                return {"why": self._why(request.why, request.project)}
+            except Unknown as e:
+                return {"error": str(e)}
         if request.prompt:  # what recall reads of a prompt is its gist, whoever sent it whole
             request = msgspec.structs.replace(request, prompt=gist(request.prompt))
         asked = (
@@ -164,6 +171,17 @@ class RecallService:
                     sql.read_files(reader, self.settings)
                 found = stack_status(self.settings, reader)
         return msgspec.structs.replace(found, recall_service=self._state())
+
+    def _why(self, wanted: str, project: str | None) -> Why:
+        """Why memory holds `wanted` (workers/why.py), read through the service's own snapshot."""
+        with contextlib.ExitStack() as held:
+            with self.lock:  # a swap waits meanwhile: the reader is made of the snapshot read now
+                reader = held.enter_context(self.recaller.memories.reader())
+            if reader is None:
+                raise Unknown("no snapshot of the projections yet: the projector has not folded the log")
+            with self.reading:  # the files' views are the connection's: one reader of them at a time
+                sql.read_files(reader, self.settings)
+                return why(reader, wanted, project)
 
     def _state(self) -> str:
         """What `status` says of the service: answering, and from memories how old if reading
