@@ -9,11 +9,13 @@ matters; nothing when nothing in memory answers the prompt.
    must reach `ITEM_FLOOR` (or hold such a name). MiniLM puts unrelated English texts at 0.0 to
    0.25 and related ones above 0.3; on two stores of real coding sessions, 20 prompts about
    something else ("explain how python decorators work") met no memory above 0.25, and the
-   questions the sessions answer had one at 0.30 or more.
+   questions the sessions answer had one at 0.30 or more. A turn of chat (a prompt, a message)
+   must also share a word with the prompt: the model puts "write a haiku about autumn leaves"
+   at 0.38 of "what causes the seasons on Earth?".
 2. **A question is no answer.** The asking prompt's earlier copies (its words alike by `ECHO`),
-   and any earlier prompt whose first sentence asks rather than tells (a question, "explain
-   ...", "summarize ...", not an instruction or a rule), are left out: what answered it (the
-   agent's message, a fact) is a memory of its own.
+   and any earlier prompt whose first or last sentence asks rather than tells (a question,
+   "explain ...", "summarize ..."), and that states no rule, are left out: what answered it
+   (the agent's message, a fact) is a memory of its own.
 3. **Distilled first.** A fact, a preference or an episode outranks the raw chat it came from:
    prompts and messages weigh `RAW_WEIGHT` of their score here, and a turn a standing fact was
    drawn from is that fact (said once, as the fact).
