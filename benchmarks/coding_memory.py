@@ -17,8 +17,9 @@ projections, every memory text embedded, all of it unchanged over a few polls), 
 question, in the project of the transcript holding its first evidence line (a transcript's
 project is its cwd: the two big sessions ran in two worktrees, so they are two projects):
 
-- top5: asks the warm recall service over its socket (`reverie recall`'s request) and checks
-  the pattern against the texts of the 5 best memories;
+- top5: asks the warm recall service over its socket (`reverie recall`'s request, which leaves
+  out the questions asked before) and checks the pattern against the texts of the 5 best
+  memories;
 - injected: runs the real `reverie hook UserPromptSubmit` with the question as the prompt and
   the transcript's cwd, and checks the pattern against the context it prints for Claude Code
   (its additionalContext, as printed: verbatim inside the fence), a pause apart as a person types.
@@ -243,7 +244,9 @@ def wait_until_settled(settings: Settings, timeout_s: float = 3_600) -> tuple[in
 
 def recalled_texts(settings: Settings, prompt: str, project: str) -> list[str]:
     """The texts of the TOP_K best memories the warm service recalls for `prompt` in `project`."""
-    request = {"prompt": gist(prompt), "project": project, "limit": TOP_K, "deadline_s": 10.0}
+    request = {
+        "prompt": gist(prompt), "project": project, "limit": TOP_K, "deadline_s": 10.0, "answers_only": True
+    }  # fmt: skip
     answer = ask(settings.recall_socket_path, request, 30.0)
     assert "recall" in answer, answer
     return [str(r["text"]) for r in answer["recall"]["results"][:TOP_K]]

@@ -379,8 +379,9 @@ def test_recall_from_the_command_line_asks_the_current_folders_project_and_shows
         remembered(20, "the other project deploys with helm", other),
         remembered(30, "every project deploys on fridays only", app, "global"),
     ]
+    asked = observed(kinds.PROMPT_SUBMITTED, 40, "s-app", prompt="Which tool does the app deploy with?")
     folding = Folding(settings)
-    folding.fold(made)
+    folding.fold([*made, msgspec.structs.replace(asked, project=str(app))])
     folding.close()
     with lock_vectors(settings):
         embedder = open_embedder(settings, encoder)
@@ -402,6 +403,7 @@ def test_recall_from_the_command_line_asks_the_current_folders_project_and_shows
     everywhere = recall("--all-projects")
     assert "kamal" in everywhere and "helm" in everywhere and made[1].id in everywhere
     assert "helm" in recall("--project", str(other)) and "kamal" not in recall("--project", str(other))
+    assert "Which tool" not in here and "Which tool" in recall("--with-questions")  # a question is no answer
 
 
 def test_status_says_so_while_the_service_cannot_read_new_memories(

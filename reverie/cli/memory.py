@@ -54,6 +54,12 @@ def add_recall(commands: Commands) -> None:
     )
     _scope_flags(recall, "only remembered memories")
     _ranking_flags(recall)
+    recall.add_argument(
+        "--with-questions",
+        action="store_true",
+        help="keep the questions asked before, which recall leaves out as the hook does: a question "
+        "is no answer (what answered it is a memory of its own)",
+    )
     recall.add_argument("--explain", action="store_true", help="every component of each score")
     recall.add_argument("--json", action="store_true", help="the whole recall as JSON")
     recall.set_defaults(func=_recall)
@@ -121,6 +127,7 @@ def _recall(args: argparse.Namespace) -> int:
         outcome=args.outcome,
         agent=args.agent,
         global_only=args.everywhere,
+        answers_only=not args.with_questions,
     )
     return recalling.recall(request, "json" if args.json else "table", args.explain)
 
