@@ -177,6 +177,8 @@ def test_an_earlier_question_is_no_answer_nor_opens_the_block() -> None:
         ("The build broke. Fix it, and never skip the tests. Is that clear?", False),
         ("Which of these is faster? I went with httpx.", True),
         ("Use uv for everything. It is faster than pip.", False),
+        ("We run Postgres 15 with pgvector. Can you add an index on the vectors table?", False),
+        ("We run Postgres 15 with pgvector. Did anyone add an index on the vectors table?", True),
     ],
 )
 def test_a_question_is_what_asks_not_an_instruction_that_opens_alike(said: str, asks: bool) -> None:

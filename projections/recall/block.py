@@ -13,9 +13,10 @@ matters; nothing when nothing in memory answers the prompt.
    must also share a word with the prompt: the model puts "write a haiku about autumn leaves"
    at 0.38 of "what causes the seasons on Earth?".
 2. **A question is no answer.** The asking prompt's earlier copies (its words alike by `ECHO`),
-   and any earlier prompt whose first or last sentence asks rather than tells (a question,
-   "explain ...", "summarize ..."), and that states no rule, are left out: what answered it
-   (the agent's message, a fact) is a memory of its own.
+   and any earlier prompt whose first sentence asks rather than tells (a question, "explain
+   ...", "summarize ..."), or whose last asks to know (not "can you ...?", which asks for
+   work), and that states no rule, are left out: what answered it (the agent's message, a
+   fact) is a memory of its own.
 3. **Distilled first.** A fact, a preference or an episode outranks the raw chat it came from:
    prompts and messages weigh `RAW_WEIGHT` of their score here, and a turn a standing fact was
    drawn from is that fact (said once, as the fact).
@@ -70,11 +71,16 @@ _LINE_MAX = 300
 # opens alike ("When running tests, always ...", "Do not use pip", "Comment out ...") does not
 # ask; nor does a sentence that states a rule ("always", "never", "toujours", "jamais").
 _FIRST_SENTENCE = re.compile(r"[^.!?\n]*[.!?]?")
-_ASKS = re.compile(
-    r"\?\s*$|^\s*(?:what|which|why|who|whose|how(?:\s+(?:do|does|did|can|could|should|would|is|are|was"
+# what a sentence that asks begins with (a question word, or a request to explain)
+_ASKING = (
+    r"^\s*(?:what|which|why|who|whose|how(?:\s+(?:do|does|did|can|could|should|would|is|are|was"
     r"|were|to|much|many|long|often))|explain|describe|tell me|show me|summari[sz]e|translate|pourquoi"
-    r"|qu'est-ce|est-ce que|quel(?:le)?s?\b|explique[rz]?|décris|résume|traduis|montre-moi|dis-moi)\b",
-    re.IGNORECASE,
+    r"|qu'est-ce|est-ce que|quel(?:le)?s?\b|explique[rz]?|décris|résume|traduis|montre-moi|dis-moi)\b"
+)
+_ASKS = re.compile(rf"\?\s*$|{_ASKING}", re.IGNORECASE)  # a first sentence: a question mark will do
+# a last sentence, after what the prompt tells, asks to know, not for work ("Can you add an index?")
+_ASKS_LAST = re.compile(
+    rf"{_ASKING}|^(?!\s*(?:(?:can|could|would|will)\s+you|please)\b).*\?\s*$", re.IGNORECASE
 )
 _STATES_A_RULE = re.compile(r"\b(?:always|never|from now on|toujours|jamais|désormais)\b", re.IGNORECASE)
 
@@ -184,15 +190,16 @@ def _holds(memory: Scored, names: list[re.Pattern[str]]) -> bool:
 def asked_before(kind: str, text: str, asked: frozenset[str]) -> bool:
     """Whether a memory is a question asked before, no answer: the asking prompt's earlier copy
     (its words, `asked`, alike by ECHO), or any prompt that is itself a question (its answer, the
-    agent's message, is a memory of its own): one whose first or last sentence asks (people
-    say what they are on first, and ask after), and that states no rule anywhere."""
+    agent's message, is a memory of its own): one whose first sentence asks, or whose last asks
+    to know rather than for work (people say what they are on first, and ask after), and that
+    states no rule anywhere."""
     if kind != "prompt":
         return False
     if jaccard(word_set(text), asked) >= ECHO:
         return True
     first = _FIRST_SENTENCE.match(text.strip())
-    sentences = (first.group() if first else "", _last_sentence(text))
-    return any(_ASKS.search(s) for s in sentences) and _STATES_A_RULE.search(text) is None
+    asks = _ASKS.search(first.group() if first else "") or _ASKS_LAST.search(_last_sentence(text))
+    return asks is not None and _STATES_A_RULE.search(text) is None
 
 
 def _last_sentence(text: str) -> str:
