@@ -30,9 +30,11 @@ import os
 import socketserver
 import threading
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
+import duckdb
 import msgspec
 import structlog
 
@@ -163,25 +165,28 @@ class RecallService:
 
     def _status(self) -> StackStatus:
         """The stack's status, its snapshot figures read through the service's own snapshot."""
-        with contextlib.ExitStack() as held:
-            with self.lock:  # a swap waits meanwhile: the reader is made of the snapshot read now
-                reader = held.enter_context(self.recaller.memories.reader())
-            with self.reading:  # the files' views are the connection's: one status reads them at a time
-                if reader is not None:
-                    sql.read_files(reader, self.settings)
-                found = stack_status(self.settings, reader)
+        with self._files_read() as reader:
+            found = stack_status(self.settings, reader)
         return msgspec.structs.replace(found, recall_service=self._state())
 
     def _why(self, wanted: str, project: str | None) -> Why:
         """Why memory holds `wanted` (workers/why.py), read through the service's own snapshot."""
+        with self._files_read() as reader:
+            if reader is None:
+                raise Unknown("no snapshot of the projections yet: the projector has not folded the log")
+            return why(reader, wanted, project)
+
+    @contextlib.contextmanager
+    def _files_read(self) -> Iterator[duckdb.DuckDBPyConnection | None]:
+        """A reader of the snapshot read now, its views of the files read (None before the first
+        snapshot): one such reader at a time, the files' views being the connection's."""
         with contextlib.ExitStack() as held:
             with self.lock:  # a swap waits meanwhile: the reader is made of the snapshot read now
                 reader = held.enter_context(self.recaller.memories.reader())
-            if reader is None:
-                raise Unknown("no snapshot of the projections yet: the projector has not folded the log")
-            with self.reading:  # the files' views are the connection's: one reader of them at a time
-                sql.read_files(reader, self.settings)
-                return why(reader, wanted, project)
+            with self.reading:
+                if reader is not None:
+                    sql.read_files(reader, self.settings)
+                yield reader
 
     def _state(self) -> str:
         """What `status` says of the service: answering, and from memories how old if reading
