@@ -12,8 +12,8 @@ questions) shows how much choosing alone adds.
 Cost: the retrievers, the model and DuckDB run once per question and BM25 setting
 (Recaller.prepare); each fusion setting then re-fuses the prepared table in numpy
 (pipeline.fused) and replays recall's weighing (`replay`; `replay_differs` counts the questions
-whose replayed answer at today's constants is not the pipeline's own: 0). About 75 s for the
-6,912 points on 2 cores once the store is ingested, as benchmarks/locomo.py does it (a minute
+whose replayed answer at today's constants is not the pipeline's own: 0). About 8 minutes for
+the 110,592 points on 2 cores once the store is ingested, as benchmarks/locomo.py does it (a minute
 more; kept with --home). Prints the folds on stderr, then one JSON line.
 
     python benchmarks/locomo_cv.py [PATH] [--home DIR]   (default ../shared/bench/locomo/locomo10_dev.json)
@@ -67,10 +67,12 @@ LIMIT = max(locomo.KS)  # what benchmarks/locomo.py asks recall for
 GRID: dict[str, tuple[float, ...]] = {
     "k1": (0.9, 1.2),  # BM25 (0.9 and 0.4: Anserini's for short passages; 1.2 and 0.75: Lucene's)
     "b": (0.4, 0.75),
-    "fulltext": (1.0, 0.5, 1.5),  # BM25 of the memory
-    "session": (1.0, 0.0, 0.5, 1.5),  # BM25 of its whole session
+    "fulltext": (1.5, 0.0, 1.0, 2.0),  # BM25 of the memory
+    "session": (1.5, 0.0, 1.0, 2.0),  # BM25 of its whole session
     "graph": (1.0, 0.0, 2.0),  # found along the entities the prompt names
-    "neighbour_share": (0.2, 0.0, 0.1, 0.3),
+    "dated": (6.0, 0.0, 4.0, 8.0),  # tells a time, for a prompt that asks for one
+    "neighbour_share": (0.1, 0.0, 0.2),
+    "answer_share": (0.3, 0.0, 0.2, 0.4),  # of a turn that asks, to the turn after it
     "timeframe": (10.0, 0.0, 3.0),  # 10: the memories of the time named come first
     "vague_timeframe": (1.0, 0.0, 0.5, 2.0),
 }
@@ -197,6 +199,8 @@ def _effective(fusion: Fusion, table: Table) -> Fusion:
         fusion = msgspec.structs.replace(fusion, vague_timeframe=0.0)
     if not table.found["graph"].any():
         fusion = msgspec.structs.replace(fusion, graph=0.0)
+    if not table.found["dated"].any():
+        fusion = msgspec.structs.replace(fusion, dated=0.0)
     return fusion
 
 
@@ -330,6 +334,7 @@ def run(settings: Settings, samples: list[dict[str, Any]]) -> dict[str, Any]:
             "timeframe": sum(bool(q.table.in_window.any()) and not q.table.vague for q in questions),
             "vague_timeframe": sum(bool(q.table.in_window.any()) and q.table.vague for q in questions),
             "graph": sum(bool(q.table.found["graph"].any()) for q in questions),
+            "dated": sum(bool(q.table.found["dated"].any()) for q in questions),
         },
         "seconds": round(time.perf_counter() - started),
     }

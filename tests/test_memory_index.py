@@ -211,6 +211,16 @@ def test_turns_are_read_with_their_neighbours_in_time_order(vectors: Vectors) ->
     assert own[2] == pytest.approx([0, 1, 0, 0])
 
 
+def test_the_index_knows_which_memories_tell_a_time_and_which_ask(vectors: Vectors) -> None:
+    add(vectors, "told", "we moved the cache to Redis", "last Friday, after the outage")
+    add(vectors, "untold", "why did we move the cache to Redis?")
+    index = MemoryIndex(vectors)
+    index.sync()
+    rows = index.rows
+    assert [bool(rows.dated[rows.row_of[m]]) for m in ("told", "untold")] == [True, False]
+    assert [bool(rows.asks[rows.row_of[m]]) for m in ("told", "untold")] == [False, True]
+
+
 def test_a_memory_read_with_two_texts_answers_while_either_lives(vectors: Vectors) -> None:
     add(vectors, "other", "something else", minute=0)
     add(vectors, "x", "the old wording", minute=1)

@@ -3,6 +3,7 @@
 import math
 from datetime import UTC, datetime
 
+import msgspec
 import numpy as np
 import pytest
 
@@ -12,7 +13,7 @@ from projections.recall.fusion import reciprocal_ranks
 from projections.recall.memories import Kinship
 from projections.recall.pipeline import Fusion, Table, _by_origin, cognitive, fused, scaled
 from projections.recall.tasks import classify, keywords, queries
-from projections.recall.timeframes import window
+from projections.recall.timeframes import asks_when, tells_time, window
 from projections.recall.words import jaccard, word_set
 from schemas.text.fence import NEUTRAL, escape
 
@@ -98,6 +99,52 @@ def test_loose_times_are_vague_and_named_ones_are_not() -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        "When did we move the cache to Redis?",
+        "The deploy failed. when was the cache key changed?",
+        "How long has the cache been on?",
+        "which year did Nate get his turtles",
+        "Quand avons-nous migré vers DuckDB ?",
+        "depuis combien de temps le cache est-il actif ?",
+    ],
+)
+def test_a_prompt_that_asks_for_a_time(prompt: str) -> None:
+    assert asks_when(prompt)
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        "When the tests fail, what do we do?",  # a clause, then the question
+        "what does whenever do",
+        "Where was John between August 11 and August 15 2023?",  # names a time, asks a place
+        "fix the cache",
+    ],
+)
+def test_a_prompt_that_asks_for_no_time(prompt: str) -> None:
+    assert not asks_when(prompt)
+
+
+def test_a_memory_tells_a_time_in_words_a_person_uses() -> None:
+    told = [
+        "I painted that lake sunrise last year!",
+        "mentored yesterday",
+        "back with the team on the 15th",
+        "for 10 years now",
+        "three weeks ago",
+        "the release in May",
+        "on Friday",
+        "since 2013",
+        "la semaine dernière",
+        "le 3 mars",
+    ]
+    untold = ["I may go", "books guide me", "listen on port 8080", "the 3 tests pass", "mars rover"]
+    assert [t for t in told if not tells_time(t)] == []
+    assert [t for t in untold if tells_time(t)] == []
+
+
 def test_reciprocal_ranks_follow_the_scores() -> None:
     assert reciprocal_ranks(np.array([0.2, 3.0, -1.0])).tolist() == [1 / 62, 1 / 61, 1 / 63]
     assert reciprocal_ranks(np.array([1.0, 2.0, 1.0]), k=0).tolist() == [1 / 2, 1.0, 1 / 2]
@@ -120,6 +167,7 @@ def _table(vague: bool = False) -> Table:
         np.array([1, 2, -1]),
         np.array([False, False, True]),
         vague,
+        np.zeros(3, np.bool_),
     )
 
 
@@ -130,6 +178,28 @@ def test_fusion_sums_the_weighted_components_and_shares_them_with_the_turns_besi
     assert fused(_table(vague=True), fusion).tolist() == [2.0, 2.0, 1.0]
     assert scaled(np.array([2.0, 2.0, 10.0])).tolist() == [0.0, 0.0, 1.0]
     assert scaled(np.array([3.0, 3.0])).tolist() == [1.0, 1.0]
+
+
+def test_a_memory_that_tells_a_time_weighs_only_for_a_prompt_asking_for_one() -> None:
+    asked = msgspec.structs.replace(
+        _table(),
+        components=_table().components | {"dated": np.array([0.0, 0.0, 1.0])},
+        found=_table().found | {"dated": np.array([False, False, True])},
+    )
+    assert fused(asked, Fusion(neighbour_share=0.0, timeframe=0.0, dated=4.0)).tolist() == [1.0, 1.0, 3.0]
+    assert fused(asked, Fusion(neighbour_share=0.0, timeframe=0.0, dated=0.0)).tolist() == [1.0, 1.0, -1.0]
+
+
+def test_the_turn_after_one_that_asks_takes_a_share_of_it_as_its_answer() -> None:
+    # a (1) asks and b (1, the graph's) answers; b (1) asks and c (-1) answers
+    asked = msgspec.structs.replace(_table(), answers=np.array([False, True, True]))
+    only_answers = Fusion(neighbour_share=0.0, timeframe=0.0, answer_share=0.5)
+    assert fused(asked, only_answers).tolist() == [1.0, 1.5, -0.5]
+    assert fused(_table(), only_answers).tolist() == [1.0, 1.0, -1.0]
+    below = msgspec.structs.replace(
+        asked, components=asked.components | {"semantic": np.array([-2.0, 0.0, 0.0])}
+    )
+    assert fused(below, only_answers).tolist() == [-2.0, 1.0, 0.5]  # no share of a score below 0
 
 
 def test_rank_fusion_ranks_each_component_among_what_it_found() -> None:

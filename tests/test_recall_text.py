@@ -8,16 +8,27 @@ from hypothesis import strategies as st
 
 from ingest.injection import SENT_WHOLE, prompt_sent
 from projections.recall.tasks import classify, identifiers, keywords, queries
-from projections.recall.timeframes import window
+from projections.recall.timeframes import asks_when, tells_time, window
 from projections.recall.words import terms
 from schemas.text.gist import PROMPT_LIMIT, gist
 
 # What people paste, and what defeats backtracking: long runs of one class of character
 UNITS = [
     "deadbeef", "é", "漢字", "a", "Aa", "aB", "a.", "a-", "a/", "_", "0", "1 ", "in ", "may ", "3rd ",
+    "when ", ", what", "last ", "12 ",
     " ", "\n", "-", "eyJ", "AbC.", "x/y_z", "Error: ", "?", "'",
 ]  # fmt: skip
-STEPS: list[Callable[[str], object]] = [classify, identifiers, keywords, queries, window, terms, gist]
+STEPS: list[Callable[[str], object]] = [
+    classify,
+    identifiers,
+    keywords,
+    queries,
+    window,
+    asks_when,
+    tells_time,
+    terms,
+    gist,
+]
 LIMIT_US = 25  # linear steps take about 1; the quadratic ones took 150 and more
 
 

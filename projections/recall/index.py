@@ -27,6 +27,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from projections.recall.timeframes import tells_time
 from projections.recall.words import terms
 from projections.vectors import KEY_SEPARATOR, Vector, Vectors, held_keys, vector_matrix
 from schemas.recall import Window
@@ -205,6 +206,8 @@ class Rows:
         self.sessions = list(index.sessions)
         self.turn: Mask = index.turn.view()
         self.ts: npt.NDArray[np.int64] = index.ts.view()
+        self.dated: Mask = index.dated.view()  # its text tells a time ("last Friday", "in May")
+        self.asks: Mask = index.asks.view()  # its text asks something (a question mark)
         self.alive: Mask = index.alive.view()
         self.vocabulary = index.vocabulary  # only grows; words new since are found in no postings
         self._postings = index.postings
@@ -270,6 +273,8 @@ class MemoryIndex:
         self.session = _Column(np.int32)
         self.turn = _Column(np.bool_)
         self.ts = _Column(np.int64)
+        self.dated = _Column(np.bool_)
+        self.asks = _Column(np.bool_)
         self.alive = _Column(np.bool_)
         self.held: dict[str, int] = {}  # memory_id, KEY_SEPARATOR, content_hash -> its live row
         self.row_of: dict[str, int] = {}  # memory_id -> its newest live row
@@ -378,10 +383,10 @@ class MemoryIndex:
         times = pc.cast(first["ts"], pa.int64()).fill_null(_NO_TIME)
         self.ts.extend(np.asarray(times))
         self.alive.extend(np.ones(first.num_rows, np.bool_))
-        lengths = [
-            self._index_words(start + i, " ".join(texts[a:b])) for i, (a, b) in enumerate(pairwise(bounds))
-        ]
-        self.lengths.extend(lengths)
+        joined = [" ".join(texts[a:b]) for a, b in pairwise(bounds)]
+        self.lengths.extend([self._index_words(start + i, text) for i, text in enumerate(joined)])
+        self.dated.extend([tells_time(text) for text in joined])
+        self.asks.extend(["?" in text for text in joined])
         self._settle()
         # a reworded memory's old text stays until the embedder removes it: the newer row answers
         for offset, (memory_id, content_hash) in enumerate(

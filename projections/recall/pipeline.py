@@ -43,7 +43,7 @@ from projections.recall.fusion import reciprocal_ranks
 from projections.recall.index import BM25, Bm25, Floats, Mask, MemoryIndex, RowIds, Rows, Scope, best
 from projections.recall.memories import Features, Kinship, Memories
 from projections.recall.tasks import classify, keywords, queries
-from projections.recall.timeframes import window
+from projections.recall.timeframes import asks_when, window
 from projections.recall.words import word_set
 from projections.vectors import Vector, Vectors
 from schemas.categories import Outcome, RememberedCategory
@@ -62,20 +62,22 @@ class Fusion(msgspec.Struct, frozen=True):
     """How the components of a memory's relevance make one score.
 
     Each weight multiplies a component's z-score ("zscore") or its reciprocal rank ("rrf").
-    The defaults were measured on LoCoMo's development split (benchmarks/locomo.py and the
-    prototype in docs/recall.md, where leaving any one component out cost 2 to 8 points of R@5),
-    and hold when chosen again without each of its conversations (benchmarks/locomo_cv.py: 71.5
-    R@5 and 79.5 R@10 on the conversation left out, against 71.6 and 80.0 in sample).
+    The defaults are those leave-one-conversation-out chooses on LoCoMo's development split,
+    and hold when chosen again without each of its conversations (benchmarks/locomo_cv.py: 74.8
+    R@5 and 82.0 R@10 on the conversation left out, against 75.0 and 82.1 in sample;
+    docs/recall.md says what each is worth).
     """
 
     method: Literal["zscore", "rrf"] = "zscore"
     semantic: float = 1.0  # the model, on the memory alone
     semantic_before: float = 1.0  # ... on a turn read with the one before it
     semantic_around: float = 1.0  # ... on a turn read with the turns either side
-    fulltext: float = 1.0  # BM25 on the memory
-    session: float = 1.0  # BM25 on the memory's whole session
+    fulltext: float = 1.5  # BM25 on the memory
+    session: float = 1.5  # BM25 on the memory's whole session
     graph: float = 1.0  # found along the entities the prompt names
-    neighbour_share: float = 0.2  # of each turn's score, added to the turns either side
+    dated: float = 6.0  # the memory tells a time, and the prompt asks for one ("when did ...?")
+    neighbour_share: float = 0.1  # of each turn's score, added to the turns either side
+    answer_share: float = 0.3  # of a turn that asks, added to the turn after it: its answer
     timeframe: float = 10.0  # added to the memories of the time the prompt names: in z units, first
     vague_timeframe: float = 1.0  # ... when it names it loosely ("recently", "last year"): a hint
     k: int = 60  # Reciprocal Rank Fusion's
@@ -108,6 +110,7 @@ class Table(msgspec.Struct, frozen=True):
     after: RowIds  # ... and of the turn after it
     in_window: Mask  # of the time the prompt names
     vague: bool  # the prompt names that time loosely ("recently", "last year")
+    answers: Mask  # the turn before it asks (and, for a prompt asking when, it tells a time)
 
 
 class Prepared(msgspec.Struct, frozen=True):
@@ -241,7 +244,7 @@ class Recaller:
         query, candidates = self._candidates(rows, prompt, asked, span, project, as_of)
         _in_time(deadline)
         vague = span is not None and span.vague
-        table = self._table(rows, query, candidates, project, vague)
+        table = self._table(rows, query, candidates, project, vague, asks_when(prompt))
         return Prepared(prompt, rows, task, asked, span, query, candidates, table)
 
     def answer(self, request: RecallRequest, deadline: float | None = None) -> Recall:
@@ -351,10 +354,11 @@ class Recaller:
         return named, self.memories.around_entities(named, self.depth)
 
     def _table(
-        self, rows: Rows, query: Vector, candidates: Candidates, project: str | None, vague: bool
+        self, rows: Rows, query: Vector, candidates: Candidates, project: str | None, vague: bool, when: bool
     ) -> Table:
         """The candidates and their components. The turns next to those found are candidates
-        too; a memory not in the index yet (not embedded) is left for a later recall."""
+        too; a memory not in the index yet (not embedded) is left for a later recall. `when`: the
+        prompt asks for a time, which the memories that tell one hold (the component "dated")."""
         found = np.fromiter(rows.rows_of(list(candidates.found)).values(), np.int64)
         beside = np.concatenate([rows.before[found], rows.after[found]])
         picked = np.unique(np.concatenate([found, beside[beside >= 0]]))
@@ -362,11 +366,15 @@ class Recaller:
         components = self._components(rows, query, picked, candidates, project)
         graph = _holding(rows, picked, candidates.graph)
         components["graph"] = graph.astype(np.float64)
+        dated = rows.dated[picked] & when
+        components["dated"] = dated.astype(np.float64)
         everywhere = np.ones(len(picked), np.bool_)
-        found_by = {name: graph if name == "graph" else everywhere for name in components}
+        found_by = {name: everywhere for name in components} | {"graph": graph, "dated": dated}
         in_window = _holding(rows, picked, sorted(candidates.in_window))
         before, after = _place(picked, rows.before[picked]), _place(picked, rows.after[picked])
-        return Table(ids, components, found_by, before, after, in_window, vague)
+        prior = rows.before[picked]
+        answers = (prior >= 0) & rows.asks[np.maximum(prior, 0)] & (dated if when else True)
+        return Table(ids, components, found_by, before, after, in_window, vague, answers)
 
     def _components(
         self, rows: Rows, query: Vector, picked: RowIds, candidates: Candidates, project: str | None
@@ -408,8 +416,9 @@ def _fused(table: Table, fusion: Fusion) -> tuple[Floats, dict[str, Floats]]:
     if fusion.method == "rrf":  # ranks have no size to share, and the window comes first
         boost = timeframe * float(relevance.max()) if len(relevance) else 0.0
         return relevance + np.where(table.in_window, boost, 0.0), components
-    sides = _at(relevance, table.before) + _at(relevance, table.after)
-    return relevance + fusion.neighbour_share * sides + np.where(table.in_window, timeframe, 0.0), components
+    sides = fusion.neighbour_share * (_at(relevance, table.before) + _at(relevance, table.after))
+    asked = fusion.answer_share * np.where(table.answers, _at(np.maximum(relevance, 0.0), table.before), 0.0)
+    return relevance + sides + asked + np.where(table.in_window, timeframe, 0.0), components
 
 
 def scaled(fused: Floats) -> Floats:
