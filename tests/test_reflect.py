@@ -49,6 +49,17 @@ def test_the_questions_earlier_copies_are_no_evidence_and_the_opinion_names_its_
     assert formed.statement.startswith("On 'Should we use MySQL?', memory argues against it: we chose")
 
 
+def test_evidence_below_an_earlier_question_and_nothing_else_still_argues() -> None:
+    # recall scales relevance from its worst candidate (0) to its best: here the question asked
+    # before, which is no evidence, so the choice is at 0 and must still count
+    results = [
+        scored("q", "should we use MySQL?", kind="prompt"),
+        scored("f", "we chose PostgreSQL over MySQL because of JSONB", 0.0),
+    ]
+    formed = reflect("should we use MySQL?", "p", results, Disposition())
+    assert [e.memory_id for e in formed.contradicting] == ["f"] and formed.confidence > 0.5
+
+
 def test_memory_that_holds_nothing_makes_an_even_opinion() -> None:
     formed = reflect("should we use DuckDB?", "p", [], Disposition())
     assert formed.confidence == 0.5 and not formed.supporting and not formed.contradicting

@@ -130,15 +130,16 @@ def weigh(results: Sequence[Scored], disposition: Disposition, question: str = "
     asked = word_set(question)
     results = [r for r in results if not asked_before(r.kind, r.text, asked)]
     best = max((r.relevance for r in results), default=0.0)
-    if best <= 0:
-        return []
     floor = best * (disposition.literalism - 1) / 8
     found = []
     for r in results:
         if r.relevance < floor:
             continue
+        # relevance runs from recall's worst candidate (0) to its best: evidence all at 0 had only
+        # opinions or questions above it, which are no evidence, and matches as well as the best
+        match = r.relevance / best if best > 0 else 1.0
         strength = 1.0 / (1.0 + math.exp(-r.activation)) if math.isfinite(r.activation) else 0.0
-        weight = (r.relevance / best) * (0.5 + 0.5 * strength) * (0.5 + 0.5 * r.recency) * r.confidence
+        weight = match * (0.5 + 0.5 * strength) * (0.5 + 0.5 * r.recency) * r.confidence
         if r.kind in _USERS_OWN:
             weight *= 1 + 0.25 * (disposition.empathy - 3)
         found.append(Evidence(r.memory_id, r.kind, r.text, stance(r.text, question), round(weight, 6), r.ts))
