@@ -108,6 +108,9 @@ def test_loose_times_are_vague_and_named_ones_are_not() -> None:
         "which year did Nate get his turtles",
         "Quand avons-nous migré vers DuckDB ?",
         "depuis combien de temps le cache est-il actif ?",
+        "For how long has the flag been on?",
+        "On what date did the deploy break?",
+        "How many days did the migration take?",
     ],
 )
 def test_a_prompt_that_asks_for_a_time(prompt: str) -> None:

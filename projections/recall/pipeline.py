@@ -63,8 +63,8 @@ class Fusion(msgspec.Struct, frozen=True):
 
     Each weight multiplies a component's z-score ("zscore") or its reciprocal rank ("rrf").
     The defaults are those leave-one-conversation-out chooses on LoCoMo's development split,
-    and hold when chosen again without each of its conversations (benchmarks/locomo_cv.py: 74.8
-    R@5 and 82.0 R@10 on the conversation left out, against 75.0 and 82.1 in sample;
+    and hold when chosen again without each of its conversations (benchmarks/locomo_cv.py: 74.9
+    R@5 and 82.1 R@10 on the conversation left out, against 75.0 and 82.3 in sample;
     docs/recall.md says what each is worth).
     """
 

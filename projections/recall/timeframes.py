@@ -43,9 +43,10 @@ _RELATIVE: dict[str, tuple[int, int]] = {  # (days back to the start, days in th
 
 # Every repetition is bounded, so that each pattern reads a text in linear time.
 _ASKED = (
-    r"how long\b|since when\b|depuis (?:quand|combien)\b|combien de temps\b"
-    r"|(?:what|which|in what|in which) (?:year|month|date|day|week|time)\b"
-    r"|(?:en )?quel(?:le)? (?:année|mois|jour|date)\b|how many (?:years|months|weeks|days) ago\b"
+    r"(?:for )?how long\b|since when\b|depuis (?:quand|combien)\b|combien de temps\b"
+    r"|(?:(?:at|on|in|for|by|until|since) )?(?:what|which) (?:year|month|date|day|week|time)\b"
+    r"|(?:en |à |a )?quel(?:le)? (?:année|mois|jour|date|heure)\b"
+    r"|how many (?:years|months|weeks|days|hours)\b|combien d(?:e |')(?:années|ans|mois|semaines|jours)\b"
 )
 _WHEN = re.compile(  # "when" opens the question, not a clause before it ("When X fails, what ...?")
     r"(?:^|[.!?;\n]\s{0,9})(?:(?:when|quand)\b"
