@@ -371,8 +371,8 @@ class Recaller:
         everywhere = np.ones(len(picked), np.bool_)
         found_by = {name: everywhere for name in components} | {"graph": graph, "dated": dated}
         in_window = _holding(rows, picked, sorted(candidates.in_window))
-        before, after = _place(picked, rows.before[picked]), _place(picked, rows.after[picked])
         prior = rows.before[picked]
+        before, after = _place(picked, prior), _place(picked, rows.after[picked])
         answers = (prior >= 0) & rows.asks[np.maximum(prior, 0)] & (dated if when else True)
         return Table(ids, components, found_by, before, after, in_window, vague, answers)
 

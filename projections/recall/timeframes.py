@@ -89,10 +89,9 @@ def tells_time(text: str) -> bool:
     if not _TIME_WORDS.isdisjoint(said):
         return True
     for i, word in enumerate(said):
-        before = said[i - 1] if i else ""
         if _year_or_ordinal(word) or (word in _UNITS and _counted(said, i)):
             return True
-        if (word == "may" and "May" in text) or (word in ("mars", "mai") and before.isdigit()):
+        if (word == "may" and "May" in text) or (word in ("mars", "mai") and i and said[i - 1].isdigit()):
             return True
     return False
 
