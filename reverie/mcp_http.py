@@ -18,15 +18,14 @@ Its resident memory is the SDK's, uvicorn's and, once a tool has run, DuckDB's.
 
 import hmac
 import os
-import socket
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
-from urllib.parse import urlsplit
 
 import msgspec
 import structlog
 
-from reverie.mcp_endpoint import LISTEN, LOOPBACK, PATH, Endpoint, is_loopback, keep, kept, wanted
+from reverie.loopback import LOOPBACK, bound, from_loopback, keep, kept
+from reverie.mcp_endpoint import LISTEN, PATH, url, wanted
 from schemas.settings import Settings
 
 log = structlog.get_logger("reverie.mcp")
@@ -36,7 +35,6 @@ Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-_LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 _MAX_SESSIONS = 1000  # sessions of clients on the older, stateful protocol, kept in memory
 _GRACE_S = 2  # seconds open streams have to end once the stack stops
 
@@ -47,13 +45,16 @@ def serve() -> int:
 
     settings = Settings.from_env()
     environ = dict(os.environ)
-    listener, endpoint = bound(wanted(settings, environ), movable=not environ.get(LISTEN))
-    if kept(settings) != endpoint:
+    asked = wanted(settings, environ)
+    listener, endpoint = bound(asked, movable=not environ.get(LISTEN))
+    if asked.port and endpoint.port != asked.port:
+        log.warning("mcp.port_taken", port=asked.port, fix="reverie install claude-code")
+    if kept(settings.mcp_file) != endpoint:
         try:
-            keep(settings, endpoint)
+            keep(settings.mcp_file, endpoint)
         except OSError as e:  # a full disk, say: serve all the same; install finds it once written
             log.warning("mcp.not_kept", error=str(e))
-    log.info("mcp.serving", url=endpoint.url)
+    log.info("mcp.serving", url=url(endpoint))
     config = uvicorn.Config(
         guarded(_app(settings), endpoint.token),
         log_level="warning",
@@ -63,36 +64,6 @@ def serve() -> int:
     )
     uvicorn.Server(config).run(sockets=[listener])
     return 0
-
-
-def bound(endpoint: Endpoint, movable: bool) -> tuple[socket.socket, Endpoint]:
-    """A socket bound and listening where `endpoint` says, and the endpoint with the port it
-    got. If that port is taken and `movable` (a kept one, not one the settings name), a new one
-    (logged: installed entries point at the old one until `reverie install` runs again); else
-    OSError."""
-    try:
-        listener = _listening(endpoint.host, endpoint.port)
-    except OSError:
-        if endpoint.port == 0 or not movable:
-            raise
-        log.warning("mcp.port_taken", port=endpoint.port, fix="reverie install claude-code")
-        listener = _listening(endpoint.host, 0)
-    return listener, msgspec.structs.replace(endpoint, port=listener.getsockname()[1])
-
-
-def _listening(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    # IPPROTO_TCP named, not left 0: asyncio sets TCP_NODELAY only on sockets that say so, and
-    # without it each answer's body waits for the client's delayed ACK (40 ms on Linux)
-    listener = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    try:
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind((host, port))
-        listener.listen(128)
-    except OSError:
-        listener.close()
-        raise
-    return listener
 
 
 def _app(settings: Settings) -> App:
@@ -128,24 +99,6 @@ def guarded(app: App, token: str) -> App:
             await app(scope, receive, send)
 
     return guard
-
-
-def from_loopback(hosts: list[bytes], origins: list[bytes]) -> bool:
-    """Whether a request's Host (exactly one) and Origin headers (at most one) name loopback."""
-    if len(hosts) != 1 or len(origins) > 1:
-        return False
-    host = hosts[0].decode("latin-1").strip()
-    name = (
-        host[: host.index("]") + 1]
-        if host.startswith("[") and "]" in host
-        else host.rpartition(":")[0] or host
-    )
-    if name not in _LOOPBACK_NAMES:
-        return False
-    if not origins:
-        return True
-    origin = urlsplit(origins[0].decode("latin-1").strip())
-    return origin.scheme in ("http", "https") and is_loopback(origin.hostname or "")
 
 
 def _holds(presented: list[bytes], expected: bytes) -> bool:

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 _STATUS_WAIT_S = 2.0  # for the recall service's answer, before the command reads it all itself
 
 
-def up(detach: bool, workers: int) -> int:
+def up(detach: bool, workers: int, dashboard: bool = True) -> int:
     from workers.supervisor import Supervisor, running_pid
 
     settings = Settings.from_env()
@@ -33,21 +33,30 @@ def up(detach: bool, workers: int) -> int:
             return 0
         return fail(f"reverie is already running (pid {pid}); stop it with `reverie down`")
     if detach:
-        return _up_detached(settings, workers)
+        return _up_detached(settings, workers, dashboard)
     from workers.logs import configure_logging
 
     configure_logging(json=not sys.stderr.isatty())
-    return Supervisor(settings, workers).run()
+    return Supervisor(settings, workers, dashboard=dashboard).run()
 
 
-def _up_detached(settings: Settings, workers: int) -> int:
+def _up_detached(settings: Settings, workers: int, dashboard: bool) -> int:
     from workers.status import stack_status
 
     os.makedirs(settings.run_dir, mode=0o700, exist_ok=True)
     log_path = os.path.join(settings.run_dir, "stack.log")
     with open(log_path, "ab") as log_file:
         process = subprocess.Popen(
-            [sys.executable, "-P", "-m", "reverie", "up", "--workers", str(workers)],
+            [
+                sys.executable,
+                "-P",
+                "-m",
+                "reverie",
+                "up",
+                "--workers",
+                str(workers),
+                *([] if dashboard else ["--no-dashboard"]),
+            ],
             stdin=subprocess.DEVNULL,
             stdout=log_file,
             stderr=log_file,
@@ -68,9 +77,22 @@ def _up_detached(settings: Settings, workers: int) -> int:
                     f"reverie is up (pid {process.pid}), data in {settings.home}, "
                     f"Redis at {settings.redis_shown}\nlogs: {log_path}; stop it with `reverie down`"
                 )
+                if dashboard:
+                    out.print(_dashboard_line(settings, deadline), soft_wrap=True)
                 return 0
             time.sleep(0.2)
     return fail(f"the stack did not come up within 60 s; see {log_path}")
+
+
+def _dashboard_line(settings: Settings, deadline: float) -> str:
+    """Where the stack's dashboard is, once it listens (by `deadline`, time.monotonic)."""
+    from reverie.dashboard.server import running, url
+
+    while (endpoint := running(settings)) is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if endpoint is None:
+        return "dashboard: not listening yet; `reverie dashboard` prints its URL once it does"
+    return f"dashboard: {url(endpoint)}"
 
 
 def down() -> int:
@@ -120,14 +142,15 @@ def stack_state(settings: Settings) -> "StackStatus":
 
 def _mcp_server(settings: Settings, stack_pid: int | None) -> str:
     """Where the stack's MCP server listens and whether it does (a loopback connect)."""
-    from reverie.mcp_endpoint import kept, listens
+    from reverie.loopback import kept, listens
+    from reverie.mcp_endpoint import url
 
-    endpoint = kept(settings)
+    endpoint = kept(settings.mcp_file)
     if stack_pid is None or endpoint is None or not endpoint.port:
         return "not running (sessions start `reverie mcp` on stdio)"
     if not listens(endpoint, timeout=0.2):
-        return f"{endpoint.url} (NOT LISTENING: the stack restarts it; see its log)"
-    return f"{endpoint.url} (listening)"
+        return f"{url(endpoint)} (NOT LISTENING: the stack restarts it; see its log)"
+    return f"{url(endpoint)} (listening)"
 
 
 def _asked_status(settings: Settings) -> "StackStatus | None":

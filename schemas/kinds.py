@@ -64,6 +64,7 @@ SOURCE_IMPORT = "import"
 SOURCE_CLI = "cli"
 SOURCE_MCP = "mcp"
 SOURCE_WORKER = "worker"
+SOURCE_DASHBOARD = "dashboard"
 
 # 2: facts name relations of the ontology (schemas/ontology.py), and carry their scope, topic
 # and dimensions; the folds read v1's relations into the ontology.

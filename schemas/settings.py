@@ -203,6 +203,11 @@ class Settings:
         return self._path("mcp.json")
 
     @property
+    def dashboard_file(self) -> str:
+        """Where the dashboard keeps its port and token (reverie/dashboard/server.py)."""
+        return self._path("dashboard.json")
+
+    @property
     def redis_shown(self) -> str:
         """The Redis URL fit to print: its password hidden."""
         return without_password(self.redis_url)

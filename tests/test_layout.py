@@ -28,6 +28,7 @@ def test_with_a_shared_redis_there_is_no_embedded_server() -> None:
         "projector",
         "recall",
         "mcp",
+        "dashboard",
         "scheduler",
         "worker.1",
         "worker.2",
@@ -54,6 +55,7 @@ def test_compose_publishes_what_host_hooks_need_on_loopback_only_and_behind_a_se
         "redis": ["127.0.0.1:${REVERIE_REDIS_PORT:-6379}:6379"],
         "recall": ["127.0.0.1:${REVERIE_RECALL_PORT:-7377}:7377"],
         "mcp": ["127.0.0.1:${REVERIE_MCP_PORT:-7378}:7378"],
+        "dashboard": ["127.0.0.1:${REVERIE_DASHBOARD_PORT:-7379}:7379"],
     }
     redis = services["redis"]["command"]
     assert redis[redis.index("--requirepass") + 1] == "${REVERIE_REDIS_PASSWORD:?set REVERIE_REDIS_PASSWORD}"
@@ -63,6 +65,9 @@ def test_compose_publishes_what_host_hooks_need_on_loopback_only_and_behind_a_se
     mcp = services["mcp"]["environment"]
     assert mcp["REVERIE_MCP_LISTEN"].endswith(":7378")
     assert mcp["REVERIE_MCP_TOKEN"] == "${REVERIE_MCP_TOKEN:?set REVERIE_MCP_TOKEN}"
+    dashboard = services["dashboard"]["environment"]
+    assert dashboard["REVERIE_DASHBOARD_LISTEN"].endswith(":7379")
+    assert dashboard["REVERIE_DASHBOARD_TOKEN"] == "${REVERIE_DASHBOARD_TOKEN:?set REVERIE_DASHBOARD_TOKEN}"
     # the MCP server asks the recall service for recall, over the compose network, with its token
     assert (mcp["REVERIE_RECALL_URL"], mcp["REVERIE_RECALL_TOKEN"]) == (
         "tcp://recall:7377",

@@ -17,7 +17,8 @@ from urllib.parse import quote, urlsplit
 import anyio
 import pytest
 
-from reverie.mcp_endpoint import Endpoint, Registered, kept
+from reverie.loopback import Endpoint, kept
+from reverie.mcp_endpoint import Registered
 from schemas.settings import Settings
 from tests.support.mcp import DEEP_CALL, git_project, reverie_http, text_of, until
 from tests.support.processes import REVERIE, Stack, wait_for
@@ -222,7 +223,7 @@ def test_the_port_is_kept_across_restarts_and_a_taken_one_given_up(env: dict[str
         server = subprocess.Popen([*REVERIE, "mcp", "--http"], env=env, stderr=subprocess.DEVNULL)
 
         def listening() -> Endpoint | None:
-            endpoint = kept(settings)
+            endpoint = kept(settings.mcp_file)
             if endpoint is None or endpoint.port == moved_from:
                 return None
             try:

@@ -11,8 +11,8 @@ import stat
 import pytest
 
 from reverie.installing.entries import mcp_http_server
-from reverie.mcp_endpoint import Endpoint, keep, kept, wanted
-from reverie.mcp_http import bound, from_loopback
+from reverie.loopback import Endpoint, bound, from_loopback, keep, kept
+from reverie.mcp_endpoint import wanted
 from reverie.mcp_stdio import request_id
 from schemas.settings import Settings
 from tests.support.mcp import DEEP_CALL
@@ -75,17 +75,17 @@ def test_the_entry_names_the_root_encoded_so_claude_code_expands_nothing() -> No
 def test_the_port_and_token_are_kept_private_and_trusted_only_so(home: str) -> None:
     settings = Settings(home)
     first = wanted(settings, {})
-    assert first.port == 0 and len(first.token) >= 40 and kept(settings) is None
-    keep(settings, Endpoint(40123, first.token))
+    assert first.port == 0 and len(first.token) >= 40 and kept(settings.mcp_file) is None
+    keep(settings.mcp_file, Endpoint(40123, first.token))
     assert stat.S_IMODE(os.stat(settings.mcp_file).st_mode) == 0o600
     again = wanted(settings, {})
     assert (again.port, again.token) == (40123, first.token)  # the same across restarts
     os.chmod(settings.mcp_file, 0o644)
-    assert kept(settings) is None  # a token others could read is no secret
+    assert kept(settings.mcp_file) is None  # a token others could read is no secret
     with open(settings.mcp_file, "w") as f:
         json.dump({"port": "x"}, f)
     os.chmod(settings.mcp_file, 0o600)
-    assert kept(settings) is None
+    assert kept(settings.mcp_file) is None
     listen = {"REVERIE_MCP_LISTEN": "0.0.0.0:7378", "REVERIE_MCP_TOKEN": "given"}
     assert wanted(settings, listen) == Endpoint(7378, "given", "0.0.0.0")
     with pytest.raises(SystemExit, match="REVERIE_MCP_TOKEN"):

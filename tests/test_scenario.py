@@ -4,38 +4,21 @@ that nothing contradicts is forgotten, recall still finds each fact, and the hoo
 what it answered before; a prompt memory does not answer gets nothing."""
 
 import subprocess
-from typing import Any
 
 import pytest
 
-from benchmarks.coding_memory import QUESTIONS, load_questions, settled_state, transcript_cwds
+from benchmarks.coding_memory import QUESTIONS, load_questions, transcript_cwds
 from ingest.injection import ask
 from ingest.project import project_of
 from schemas.settings import Settings
 from tests.support.captures import TRANSCRIPTS
-from tests.support.processes import BIN, Stack, wait_for
-from workers.recall_service import REFRESH_S
+from tests.support.processes import BIN, Stack
+from tests.support.settling import settled
 
 pytestmark = pytest.mark.integration
 
 # questions a fresh import answers (benchmarks/coding_memory_questions.json), one per category
 ASKED = ["fact-debounce", "debug-propagators", "arch-tail-supervision", "conv-migrations", "cross-format-fix"]
-
-
-def settled(settings: Settings, timeout: float = 600) -> tuple[int, int, int]:
-    """The stack's state once it has nothing left to do, twice in a row, 2 s apart: the recall
-    service reads what the embedder published once a second (`REFRESH_S`), so by then it has
-    read the last of it (two looks 50 ms apart let a recall read the vectors of before)."""
-    seen: list[Any] = []
-
-    def steady() -> Any:
-        seen.append(settled_state(settings))
-        return len(seen) > 1 and seen[-1] is not None and seen[-1] == seen[-2] and seen[-1]
-
-    state: tuple[int, int, int] = wait_for(
-        steady, timeout=timeout, what="the stack to settle", every=2 * REFRESH_S
-    )
-    return state
 
 
 def injected(settings: Settings, prompt: str, cwd: str, session: str) -> str:

@@ -34,13 +34,15 @@ class ProcessSpec(msgspec.Struct, frozen=True):
     command: list[str]  # arguments of `reverie`, as the Procfile writes them
 
 
-def process_layout(settings: Settings, workers: int = 1) -> list[ProcessSpec]:
+def process_layout(settings: Settings, workers: int = 1, dashboard: bool = True) -> list[ProcessSpec]:
     """The processes of the stack, in start order (the Procfile says the same)."""
     layout = [ProcessSpec("server", ["server"])] if settings.embedded else []
     layout.append(ProcessSpec("dispatcher", ["dispatch"]))
     layout.append(ProcessSpec("projector", ["project"]))
     layout.append(ProcessSpec("recall", ["serve"]))
     layout.append(ProcessSpec("mcp", ["mcp", "--http"]))
+    if dashboard:
+        layout.append(ProcessSpec("dashboard", ["dashboard", "--serve"]))
     layout.append(ProcessSpec("scheduler", ["scheduler"]))
     layout += [
         ProcessSpec("worker" if workers == 1 else f"worker.{i + 1}", ["worker"]) for i in range(workers)
@@ -107,9 +109,11 @@ def _wait_until(condition: Callable[[], bool], timeout: float, interval: float =
 
 
 class Supervisor:
-    def __init__(self, settings: Settings, workers: int = 1, grace: float = 10.0) -> None:
+    def __init__(
+        self, settings: Settings, workers: int = 1, grace: float = 10.0, dashboard: bool = True
+    ) -> None:
         self.settings = settings
-        self.children = [Child(spec) for spec in process_layout(settings, workers)]
+        self.children = [Child(spec) for spec in process_layout(settings, workers, dashboard)]
         self.grace = grace
         self.stopping = threading.Event()
         # SIGKILL, not SIGTERM, when the supervisor is killed outright: no one is left to stop the

@@ -10,7 +10,7 @@ import argparse
 from collections.abc import Callable
 from typing import TypeAlias
 
-from reverie.cli import claude_code, event_log, memory, processes, stack, thinking
+from reverie.cli import claude_code, dashboard, event_log, memory, processes, stack, thinking
 
 # What each group adds its commands to.
 Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
@@ -29,6 +29,7 @@ Start here:
   reverie sql "select kind, count(*) from events group by kind"
   reverie recall "how do we run the tests?"
   reverie reflect "should we keep DuckDB for analytics?"
+  reverie dashboard --open       see memory in a browser
 """
 
 # Each adds one command (its arguments, its help, and the function it calls), in this order.
@@ -37,6 +38,7 @@ COMMANDS: tuple[Callable[[Commands], None], ...] = (
     stack.add_up,
     stack.add_down,
     stack.add_status,
+    dashboard.add_dashboard,
     event_log.add_import,
     event_log.add_sql,
     event_log.add_replay,

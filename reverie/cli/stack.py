@@ -17,13 +17,16 @@ def add_up(commands: Commands) -> None:
         "--detach", "-d", action="store_true", help="run in the background; stop with `reverie down`"
     )
     up.add_argument("--workers", type=int, default=1, metavar="N", help="RQ worker processes (default: 1)")
+    up.add_argument(
+        "--no-dashboard", action="store_true", help="do not serve the dashboard (`reverie dashboard`)"
+    )
     up.set_defaults(func=_up)
 
 
 def _up(args: argparse.Namespace) -> int:
     from reverie import stack
 
-    return stack.up(detach=args.detach, workers=args.workers)
+    return stack.up(detach=args.detach, workers=args.workers, dashboard=not args.no_dashboard)
 
 
 def add_down(commands: Commands) -> None:

@@ -1,0 +1,258 @@
+"""The dashboard's pages, the JSON their scripts fetch, and the changes a user makes.
+
+Pages are read from the projections (reads.py) and rendered here; every page and every JSON
+answer is scoped to the project its URL names (`?project=`), every project without one. A change
+(forget, remember) is one event through reverie/remembering.py, as `reverie forget` records
+it, with source `dashboard`; the page then says where it went (the stream, or the spool while
+Redis is away) and the projector folds it like any other.
+"""
+
+import contextlib
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+import msgspec
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from reverie.dashboard import reads
+from schemas.kinds import SOURCE_DASHBOARD
+from schemas.settings import Settings
+
+HERE = Path(__file__).parent
+PAGES = (
+    ("overview", "/", "Overview"),
+    ("graph", "/graph", "Knowledge graph"),
+    ("prompts", "/prompts", "Prompts"),
+    ("sessions", "/sessions", "Sessions"),
+    ("memory", "/memory", "Memory"),
+    ("learned", "/learned", "Learned"),
+)
+
+_SECTIONS = {"session": "sessions"}  # a page under another's item in the menu
+
+
+class Json(JSONResponse):
+    """JSON as msgspec writes it: datetimes as ISO 8601, Structs as objects."""
+
+    def render(self, content: Any) -> bytes:
+        return msgspec.json.encode(content)
+
+
+def build(settings: Settings) -> Starlette:
+    """The dashboard's app over `settings`' data directory (not yet guarded: see guard.py)."""
+    db = reads.Projections(settings)
+    templates = Environment(
+        loader=FileSystemLoader(HERE / "templates"), autoescape=True, undefined=StrictUndefined
+    )
+    templates.filters["when"] = _when
+    templates.filters["short"] = _short
+
+    async def page(request: Request, name: str, status: int = 200, **context: Any) -> Response:
+        project = _project(request)
+        known = await run_in_threadpool(reads.projects, db)
+        section = _SECTIONS.get(name, name)
+        html = templates.get_template(f"{name}.html").render(
+            pages=PAGES,
+            current=section,
+            title=context.pop("title", None) or next((t for n, _, t in PAGES if n == section), "Not found"),
+            project=project,
+            projects=known,
+            path=request.url.path,
+            here=str(request.url.path) + (f"?{request.url.query}" if request.url.query else ""),
+            said=request.query_params.get("said"),
+            error=request.query_params.get("error"),
+            scoped=lambda path, **more: _scoped(path, project, **more),
+            **context,
+        )
+        return HTMLResponse(html, status_code=status)
+
+    async def overview(request: Request) -> Response:
+        project = _project(request)
+        counts = await run_in_threadpool(reads.overview, db, project)
+        last = await run_in_threadpool(reads.sessions, db, project, 0, 10)
+        return await page(request, "overview", counts=counts, sessions=last)
+
+    async def graph(request: Request) -> Response:
+        span = await run_in_threadpool(reads.time_span, db, _project(request))
+        return await page(request, "graph", span=span)
+
+    async def sessions(request: Request) -> Response:
+        offset = _offset(request)
+        rows = await run_in_threadpool(reads.sessions, db, _project(request), offset)
+        return await page(
+            request, "sessions", sessions=rows, offset=offset, page_size=reads.PAGE, rows_shown=len(rows)
+        )
+
+    async def session(request: Request) -> Response:
+        found = await run_in_threadpool(reads.session, db, request.path_params["session_id"])
+        if found is None:
+            return await page(
+                request, "missing", 404, what=f"no session {request.path_params['session_id']!r}"
+            )
+        return await page(request, "session", session=found, title=f"Session {found['session_id'][:8]}")
+
+    async def prompts(request: Request) -> Response:
+        offset = _offset(request)
+        rows = await run_in_threadpool(reads.prompts, db, _project(request), offset)
+        return await page(
+            request, "prompts", prompts=rows, offset=offset, page_size=reads.PAGE, rows_shown=len(rows)
+        )
+
+    async def memory(request: Request) -> Response:
+        project = _project(request)
+        tiers = await run_in_threadpool(reads.tiers, db, project)
+        health = await run_in_threadpool(reads.health, db)
+        flows = await run_in_threadpool(reads.promotions, db, project)
+        gone = await run_in_threadpool(reads.forgotten, db, project)
+        return await page(request, "memory", tiers=tiers, health=health, flows=flows, forgotten=gone)
+
+    async def learned(request: Request) -> Response:
+        return await page(request, "learned", **await run_in_threadpool(reads.learned, db, _project(request)))
+
+    async def activity(request: Request) -> Response:
+        return Json(await run_in_threadpool(reads.activity, db, _project(request)))
+
+    async def graph_json(request: Request) -> Response:
+        at = request.query_params.get("at")
+        try:
+            when = datetime.fromtimestamp(float(at), UTC) if at else None
+        except ValueError:
+            return Json({"error": f"at: seconds since the epoch, not {at!r}"}, status_code=400)
+        around = request.query_params.get("around") or None
+        known_now = request.query_params.get("known") == "now"
+        project = _project(request)
+        return Json(await run_in_threadpool(lambda: reads.graph(db, project, when, around, known_now)))
+
+    async def entity_json(request: Request) -> Response:
+        found = await run_in_threadpool(reads.entity, db, request.path_params["entity_id"], _project(request))
+        if found is None:
+            return Json({"error": "no such entity"}, status_code=404)
+        return Json(found)
+
+    async def entities_json(request: Request) -> Response:
+        text = request.query_params.get("q", "").strip()
+        return Json(await run_in_threadpool(reads.search_entities, db, text) if text else [])
+
+    async def status_json(request: Request) -> Response:
+        from reverie.stack import stack_state
+
+        return Json(await run_in_threadpool(stack_state, settings))
+
+    async def why_json(request: Request) -> Response:
+        from reverie.explaining import CannotExplain, why
+
+        try:
+            found = await run_in_threadpool(
+                why, settings, request.path_params["memory_id"], _project(request)
+            )
+        except CannotExplain as e:
+            return Json({"error": str(e)}, status_code=404)
+        return Json(found)
+
+    async def forget(request: Request) -> Response:
+        from reverie.remembering import forget as record_forgetting
+
+        form = await request.form()
+        memory_id = str(form.get("memory_id", "")).strip()
+        reason = str(form.get("reason", "")).strip() or "forgotten from the dashboard"
+        project = _project(request) or await run_in_threadpool(reads.origin, db, memory_id)
+        try:
+            done = await run_in_threadpool(
+                lambda: record_forgetting(
+                    settings, memory_id, reason, project=project or "", source=SOURCE_DASHBOARD
+                )
+            )
+        except (ValueError, OSError) as e:
+            return _back(request, error=str(e))
+        return _back(
+            request, said=f"forgotten: {memory_id} (event {done.event_id}, sent to the {done.went_to})"
+        )
+
+    async def remember(request: Request) -> Response:
+        from reverie.remembering import remember as record_memory
+
+        form = await request.form()
+        text = str(form.get("text", ""))
+        project = _project(request)
+        if project is None:
+            return _back(request, error="pick a project first: a memory is remembered for one")
+        try:
+            done = await run_in_threadpool(
+                lambda: record_memory(settings, text, project=project, source=SOURCE_DASHBOARD)
+            )
+        except (ValueError, OSError) as e:
+            return _back(request, error=str(e))
+        return _back(request, said=f"remembered (event {done.event_id}, sent to the {done.went_to})")
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        yield
+        db.close()
+
+    return Starlette(
+        routes=[
+            Route("/", overview),
+            Route("/graph", graph),
+            Route("/sessions", sessions),
+            Route("/sessions/{session_id}", session),
+            Route("/prompts", prompts),
+            Route("/memory", memory),
+            Route("/learned", learned),
+            Route("/api/activity", activity),
+            Route("/api/graph", graph_json),
+            Route("/api/entities", entities_json),
+            Route("/api/entities/{entity_id}", entity_json),
+            Route("/api/status", status_json),
+            Route("/api/why/{memory_id}", why_json),
+            Route("/memories/forget", forget, methods=["POST"]),
+            Route("/memories/remember", remember, methods=["POST"]),
+            Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
+        ],
+        lifespan=lifespan,
+    )
+
+
+def _project(request: Request) -> str | None:
+    """The project the URL names; None (every project) when it names none."""
+    return request.query_params.get("project") or None
+
+
+def _offset(request: Request) -> int:
+    try:
+        return max(int(request.query_params.get("offset", "0")), 0)
+    except ValueError:
+        return 0
+
+
+def _scoped(path: str, project: str | None, **more: Any) -> str:
+    """`path` with the page's project, and `more`, as its query."""
+    query = {**({"project": project} if project else {}), **{k: v for k, v in more.items() if v is not None}}
+    return f"{path}?{urlencode(query)}" if query else path
+
+
+def _back(request: Request, said: str | None = None, error: str | None = None) -> Response:
+    """Back to the page the form was on, saying what happened."""
+    back = request.query_params.get("back", "/")
+    if not back.startswith("/") or back.startswith("//"):
+        back = "/"
+    path, _, query = back.partition("?")
+    extra = urlencode({k: v for k, v in (("said", said), ("error", error)) if v})
+    return RedirectResponse(f"{path}?{query + '&' if query else ''}{extra}", status_code=303)
+
+
+def _when(value: datetime | None) -> str:
+    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M") if value else ""
+
+
+def _short(value: str | None, limit: int = 160) -> str:
+    text = " ".join((value or "").split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,144 @@
+"""Who may ask the dashboard, and what every answer carries.
+
+A request is refused (403) unless its Host names loopback and its Origin, if it sends one, too:
+a web page that rebinds a name of its own to 127.0.0.1 sends that name, and a page of another
+site sends its own origin, so neither reaches memory (no DNS rebinding, no cross-site request).
+Then it must prove it holds the token, as Jupyter asks: the URL `reverie dashboard` prints
+carries it (`?token=`); the first visit trades it for a cookie (HttpOnly, SameSite=Strict, named
+for the port: cookies do not tell ports apart) and is sent on to the same page without it, so
+the token leaves the address bar and the history. Without either, 401 and a page that says
+where the URL is.
+
+Every answer carries a Content-Security-Policy that lets the page run and style nothing but the
+dashboard's own files (no inline script, no other origin), keeps it out of frames and its
+address from other sites (no referrer beyond its own origin); nothing is cached.
+"""
+
+import hmac
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+from urllib.parse import parse_qsl, urlencode
+
+from reverie.loopback import from_loopback
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+App = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; "
+    "connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
+SECURITY_HEADERS = [
+    (b"content-security-policy", CSP.encode()),
+    (b"x-content-type-options", b"nosniff"),
+    # same-origin, not no-referrer: under no-referrer a form sends `Origin: null`, refused here
+    (b"referrer-policy", b"same-origin"),
+    (b"x-frame-options", b"DENY"),
+    (b"cross-origin-opener-policy", b"same-origin"),
+    (b"cross-origin-resource-policy", b"same-origin"),
+]
+_NOT_CACHED = (b"cache-control", b"no-store")
+
+_REFUSED_ORIGIN = (
+    "Refused: the dashboard answers pages of its own, on this machine (Host and Origin must be loopback)."
+)
+_NO_TOKEN = (
+    "Refused: this address needs the dashboard's token. Open the URL `reverie dashboard` prints "
+    "(or `reverie status` shows): it carries the token once, then a cookie does."
+)
+
+
+def cookie_name(port: int) -> str:
+    """The cookie that carries the token for the dashboard on `port`."""
+    return f"reverie-dashboard-{port}"
+
+
+def guarded(app: App, token: str, port: int) -> App:
+    """`app` behind the checks of the module's docstring, every answer with SECURITY_HEADERS."""
+    cookie = cookie_name(port)
+
+    async def guard(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await app(scope, receive, send)
+            return
+        if scope["type"] != "http":
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        headers: dict[bytes, list[bytes]] = {}
+        for name, value in scope["headers"]:
+            headers.setdefault(name.lower(), []).append(value)
+        send = _secured(send)
+        cross_site = headers.get(b"sec-fetch-site", [b""])[0] == b"cross-site"
+        if cross_site or not from_loopback(headers.get(b"host", []), headers.get(b"origin", [])):
+            await _refuse(send, 403, _REFUSED_ORIGIN)
+            return
+        query = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
+        offered = [value for name, value in query if name == "token"]
+        if offered:
+            if len(offered) == 1 and hmac.compare_digest(offered[0].encode(), token.encode()):
+                kept = urlencode([(n, v) for n, v in query if n != "token"])
+                await _admit(send, scope["path"] + (f"?{kept}" if kept else ""), cookie, token)
+            else:
+                await _refuse(send, 401, _NO_TOKEN)
+            return
+        if not _holds(headers.get(b"cookie", []), cookie, token):
+            await _refuse(send, 401, _NO_TOKEN)
+            return
+        await app(scope, receive, send)
+
+    return guard
+
+
+def _holds(cookies: list[bytes], name: str, token: str) -> bool:
+    """Whether the Cookie headers carry `name` with the value `token` (compared in constant time)."""
+    found = [
+        value.strip()
+        for header in cookies
+        for pair in header.decode("latin-1").split(";")
+        for key, _, value in [pair.strip().partition("=")]
+        if key == name
+    ]
+    return len(found) == 1 and hmac.compare_digest(found[0].encode(), token.encode())
+
+
+def _secured(send: Send) -> Send:
+    """`send`, with SECURITY_HEADERS (and no-store) added to the start of every answer."""
+
+    async def secured(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            headers = list(message.get("headers", []))
+            names = {name.lower() for name, _ in headers}
+            headers += [h for h in SECURITY_HEADERS if h[0] not in names]
+            if b"cache-control" not in names:
+                headers.append(_NOT_CACHED)
+            message = {**message, "headers": headers}
+        await send(message)
+
+    return secured
+
+
+async def _admit(send: Send, location: str, cookie: str, token: str) -> None:
+    """Send the visitor on to `location`, holding the token's cookie from now on."""
+    set_cookie = f"{cookie}={token}; Path=/; HttpOnly; SameSite=Strict"
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 303,
+            "headers": [
+                (b"location", location.encode("latin-1")),
+                (b"set-cookie", set_cookie.encode("latin-1")),
+                (b"content-length", b"0"),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": b""})
+
+
+async def _refuse(send: Send, status: int, why: str) -> None:
+    body = why.encode()
+    headers = [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})

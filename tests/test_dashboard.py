@@ -1,0 +1,241 @@
+"""The dashboard as a user meets it: served by a real stack holding the fixture transcripts,
+opened in a real headless Chromium (tests/support/browser.py). Every page loads with no console
+error and shows the numbers `reverie sql` gives; the time slider changes the facts shown; what a
+user forgets or remembers there is an event with source `dashboard`, and recall changes with it;
+a request without the token, from another Host or another Origin is refused. Each page's
+screenshot lands in .cache/dashboard/."""
+
+import http.client
+import re
+import subprocess
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import urlencode
+
+import pytest
+from playwright.sync_api import Browser
+
+from ingest.injection import ask
+from reverie.dashboard.guard import cookie_name
+from reverie.dashboard.server import running, url
+from reverie.loopback import Endpoint
+from schemas.settings import Settings
+from tests.support.browser import Watched, chromium
+from tests.support.captures import TRANSCRIPTS
+from tests.support.processes import BIN, Stack, one_stack_per_module, wait_for
+from tests.support.settling import settled
+
+pytestmark = pytest.mark.integration
+
+home, env, settings, stack = one_stack_per_module()
+
+# each page, and what shows it has drawn what it fetches
+PAGES = {
+    "overview": ("/", "#activity .uplot"),
+    "graph": ("/graph", "#graph[data-ready=yes]"),
+    "prompts": ("/prompts", "#prompts"),
+    "sessions": ("/sessions", "table.sessions"),
+    "memory": ("/memory", "#quality"),
+    "learned": ("/learned", "#communities"),
+}
+
+
+@pytest.fixture(scope="module")
+def dashboard(stack: Stack, env: dict[str, str], settings: Settings) -> Endpoint:
+    """The stack's dashboard, once the fixture transcripts are imported and thought over."""
+    done = subprocess.run([str(BIN), "import", str(TRANSCRIPTS)], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    settled(settings)
+    thought = subprocess.run(
+        [str(BIN), "think", "all", "--now"], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert thought.returncode == 0, thought.stderr
+    settled(settings)
+    endpoint: Endpoint = wait_for(lambda: running(settings), timeout=60, what="the dashboard to listen")
+    return endpoint
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    yield from chromium()
+
+
+@pytest.fixture
+def watched(browser: Browser, dashboard: Endpoint) -> Iterator[Watched]:
+    """A page that has opened the URL `reverie dashboard` prints (so holds the cookie)."""
+    opened = Watched(browser)
+    opened.page.goto(url(dashboard))
+    opened.page.wait_for_selector("#activity .uplot")
+    yield opened
+    opened.close()
+
+
+def one(stack: Stack, sql: str) -> Any:
+    [(value,)] = stack.query(sql)
+    return value
+
+
+def number(watched: Watched, selector: str) -> int:
+    return int(watched.page.locator(selector).inner_text().replace(",", ""))
+
+
+def test_every_page_loads_clean_and_shows_what_sql_says(
+    watched: Watched, dashboard: Endpoint, stack: Stack
+) -> None:
+    page = watched.page
+    assert page.url == dashboard.origin + "/"  # the token traded for a cookie, gone from the address
+    page.wait_for_selector("#health td:text('running (pid')")
+    assert number(watched, "#n-sessions b") == one(stack, "SELECT count(*) FROM sessions") >= 5
+    assert number(watched, "#n-facts b") == one(stack, "SELECT count(*) FROM facts_current") > 50
+    entities = "SELECT count(DISTINCT e) FROM (SELECT unnest([source, target]) AS e FROM facts_current)"
+    assert number(watched, "#n-entities b") == one(stack, entities)
+    shown_kinds = {
+        row.locator("td").nth(0).inner_text(): int(row.locator("td").nth(1).inner_text())
+        for row in page.locator("#kinds tbody tr").all()
+    }
+    assert shown_kinds == dict(stack.query("SELECT kind, count(*) FROM memory_texts GROUP BY kind"))
+    watched.screenshot("overview")
+    for name, (path, ready) in PAGES.items():
+        page.goto(dashboard.origin + path)
+        page.wait_for_selector(ready)
+        watched.screenshot(name)
+    assert watched.errors == []
+
+    page.goto(dashboard.origin + "/sessions")
+    sessions = stack.query("SELECT session_id FROM sessions ORDER BY started_at DESC")
+    assert page.locator("table.sessions tbody tr").count() == min(len(sessions), 50)
+    page.locator("table.sessions tbody tr a").first.click()
+    page.wait_for_selector("#events")
+    newest = sessions[0][0]
+    assert page.url.endswith(f"/sessions/{newest}")
+    events = one(stack, f"SELECT count(*) FROM events WHERE session_id = '{newest}'")
+    assert page.locator("#events tbody tr").count() == events > 10
+    watched.screenshot("session")
+
+    page.goto(dashboard.origin + "/prompts")
+    prompts = one(stack, "SELECT count(*) FROM prompts WHERE agent = 'main'")
+    assert page.locator("#prompts tbody tr").count() == min(prompts, 50)
+    page.goto(dashboard.origin + "/memory")
+    assert page.locator("#quality tr:has-text('facts') td.n").first.inner_text() == str(
+        one(stack, "SELECT facts FROM memory_health")
+    )
+    page.goto(dashboard.origin + "/learned")
+    communities = one(stack, "SELECT count(*) FROM communities WHERE len(members) > 0")
+    assert page.locator("#communities tbody tr").count() == communities > 0
+    assert watched.errors == []
+
+
+def shown_graph(watched: Watched) -> tuple[int, int]:
+    counted = re.match(r"(\d+) entities, (\d+) facts", watched.page.locator("#counts").inner_text())
+    assert counted, watched.page.locator("#counts").inner_text()
+    return int(counted[1]), int(counted[2])
+
+
+def test_the_time_slider_shows_the_graph_as_believed_then(
+    watched: Watched, dashboard: Endpoint, stack: Stack
+) -> None:
+    page = watched.page
+    page.goto(dashboard.origin + "/graph")
+    page.wait_for_selector("#graph[data-ready=yes]")
+    between = "source IS NOT NULL AND target IS NOT NULL"
+    assert shown_graph(watched)[1] == one(stack, f"SELECT count(*) FROM facts_current WHERE {between}") > 20
+    # the moment the first fact held: the transcripts are months old, imported just now
+    first = one(stack, f"SELECT epoch(min(valid_at))::BIGINT FROM facts WHERE {between}") + 1
+    true_then = one(stack, f"SELECT count(*) FROM facts_as_of(to_timestamp({first}), now()) WHERE {between}")
+    known_then = one(
+        stack,
+        f"SELECT count(*) FROM facts_as_of(to_timestamp({first}), to_timestamp({first})) WHERE {between}",
+    )
+    assert known_then == 0 < true_then < shown_graph(watched)[1]
+
+    page.locator("#when").fill(str(first))  # as believed then: nothing was known yet
+    page.wait_for_selector("#counts:text('0 entities, 0 facts')")
+    assert page.locator("#when-shown").inner_text() != "now"
+    page.locator("#known").select_option("now")  # what was true then, as known now
+    wait_for(lambda: shown_graph(watched)[1] == true_then, what="the graph of what was true then")
+    watched.screenshot("graph-then")
+    page.locator("#now").click()
+    wait_for(lambda: shown_graph(watched)[1] > true_then, what="the graph of now again")
+    assert watched.errors == []
+
+
+def recalled(settings: Settings, text: str, project: str) -> list[str]:
+    answer = ask(settings.recall_socket_path, {"prompt": text, "project": project, "limit": 10}, 30.0)
+    return [r["memory_id"] for r in answer["recall"]["results"]]
+
+
+def test_forgetting_a_fact_from_its_provenance_is_an_event_and_recall_drops_it(
+    watched: Watched, dashboard: Endpoint, stack: Stack, settings: Settings
+) -> None:
+    [(fact_id, text, project, entity_id, entity)] = stack.query(
+        "SELECT f.fact_id, f.description, f.project, e.entity_id, e.name FROM facts_current f "
+        "JOIN entities e ON e.entity_id = f.target "
+        "WHERE f.relation = 'depends_on' ORDER BY f.fact_id LIMIT 1"
+    )
+    assert fact_id in recalled(settings, text, project)
+    page = watched.page
+    page.goto(f"{dashboard.origin}/graph?{urlencode({'project': project})}")
+    page.wait_for_selector("#graph[data-ready=yes]")
+    page.locator("#q").fill(entity)
+    page.locator("#find button").click()
+    page.locator(f"#panel a[data-entity='{entity_id}']").click()
+    page.wait_for_selector(f"#panel h3:text-is('{entity}')")
+    page.locator("#panel li", has_text=text).locator("a", has_text="why").click()
+    page.wait_for_selector("#panel .why")
+    assert text in page.locator("#panel .why").inner_text()  # where it came from
+    watched.screenshot("graph-why")
+    page.locator("#panel input[name=reason]").fill("we dropped it")
+    page.locator("#panel button", has_text="forget this fact").click()
+    page.wait_for_selector(f".said:has-text('forgotten: {fact_id}')")
+
+    recorded = wait_for(
+        lambda: stack.query(
+            "SELECT source, project, payload->>'reason' FROM events "
+            f"WHERE kind = 'memory.forgotten' AND payload->>'memory_id' = '{fact_id}'"
+        ),
+        what="the forgetting archived",
+    )
+    assert recorded == [("dashboard", project, "we dropped it")]
+    wait_for(lambda: fact_id not in recalled(settings, text, project), timeout=60, what="recall to drop it")
+    page.goto(f"{dashboard.origin}/memory?{urlencode({'project': project})}")
+    assert fact_id in page.locator("#forgotten").inner_text()
+    watched.screenshot("memory-forgotten")
+    assert watched.errors == []
+
+
+def test_what_is_remembered_there_is_an_event_recall_finds(
+    watched: Watched, dashboard: Endpoint, stack: Stack, settings: Settings
+) -> None:
+    project = one(stack, "SELECT project FROM sessions ORDER BY started_at LIMIT 1")
+    page = watched.page
+    page.goto(f"{dashboard.origin}/memory?{urlencode({'project': project})}")
+    said = "Release builds are signed with the key in vault path secret/release-signing"
+    page.locator("input[name=text]").fill(said)
+    page.locator("button", has_text="remember").click()
+    page.wait_for_selector(".said:has-text('remembered')")
+    [(event_id, source)] = wait_for(
+        lambda: stack.query(
+            f"SELECT id, source FROM events WHERE kind = 'memory.remembered' AND payload->>'text' = '{said}'"
+        ),
+        what="the memory archived",
+    )
+    assert source == "dashboard"
+    wait_for(lambda: event_id in recalled(settings, "how are release builds signed?", project), timeout=60,
+             what="recall to find it")  # fmt: skip
+    assert watched.errors == []
+
+
+def test_without_the_token_or_from_elsewhere_the_real_server_refuses(dashboard: Endpoint) -> None:
+    def status(method: str, headers: dict[str, str]) -> int:
+        connection = http.client.HTTPConnection("127.0.0.1", dashboard.port, timeout=30)
+        connection.request(method, "/api/graph", headers=headers)
+        answer = connection.getresponse()
+        answer.read()
+        connection.close()
+        return answer.status
+
+    cookie = {"Cookie": f"{cookie_name(dashboard.port)}={dashboard.token}"}
+    assert status("GET", cookie) == 200
+    assert status("GET", {}) == 401
+    assert status("GET", {**cookie, "Host": "rebound.example"}) == 403
+    assert status("POST", {**cookie, "Origin": "http://evil.example"}) == 403

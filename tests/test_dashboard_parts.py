@@ -1,0 +1,192 @@
+"""The dashboard's parts, without a browser: who it lets in (loopback Host and Origin, the token
+then its cookie), the headers every answer carries, where it keeps its port and token, its pages
+over an empty data directory, and the vendored scripts it ships."""
+
+import asyncio
+import hashlib
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reverie.dashboard.app import build
+from reverie.dashboard.guard import CSP, cookie_name, guarded
+from reverie.dashboard.server import url, wanted
+from reverie.loopback import Endpoint, keep, kept
+from schemas.settings import Settings
+
+VENDOR = Path(__file__).resolve().parents[1] / "reverie" / "dashboard" / "static" / "vendor"
+TOKEN = "t0ken-of-the-test"
+PORT = 8123
+HOST = f"127.0.0.1:{PORT}"
+
+
+class Answer:
+    def __init__(self, status: int, headers: dict[str, str], body: bytes) -> None:
+        self.status, self.headers, self.body = status, headers, body
+
+
+def ask(
+    app: Any, path: str, method: str = "GET", headers: dict[str, str] | None = None, body: bytes = b""
+) -> Answer:
+    """What the ASGI `app` answers to one request, as uvicorn would hand it over."""
+    sent = {"host": HOST, **(headers or {})}
+    path, _, query = path.partition("?")
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": method,
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": query.encode(),
+        "root_path": "",
+        "headers": [(k.lower().encode(), v.encode()) for k, v in sent.items()],
+        "client": ("127.0.0.1", 50000),
+        "server": ("127.0.0.1", PORT),
+    }
+    messages: list[dict[str, Any]] = []
+    incoming = [{"type": "http.request", "body": body, "more_body": False}]
+
+    async def receive() -> dict[str, Any]:
+        return incoming.pop(0) if incoming else {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        messages.append(message)
+
+    asyncio.run(app(scope, receive, send))
+    start = next(m for m in messages if m["type"] == "http.response.start")
+    headers_out = {k.decode().lower(): v.decode() for k, v in start["headers"]}
+    return Answer(start["status"], headers_out, b"".join(m.get("body", b"") for m in messages[1:]))
+
+
+@pytest.fixture
+def app(settings: Settings) -> Any:
+    return guarded(build(settings), TOKEN, PORT)
+
+
+COOKIE = {"cookie": f"{cookie_name(PORT)}={TOKEN}"}
+
+
+def test_the_token_in_the_url_is_traded_for_a_cookie_and_leaves_the_address(app: Any) -> None:
+    first = ask(app, f"/graph?project=%2Fsrc%2Fapp&token={TOKEN}")
+    assert first.status == 303
+    assert first.headers["location"] == "/graph?project=%2Fsrc%2Fapp"  # the token gone, the rest kept
+    assert first.headers["set-cookie"] == f"{cookie_name(PORT)}={TOKEN}; Path=/; HttpOnly; SameSite=Strict"
+    page = ask(app, "/graph?project=%2Fsrc%2Fapp", headers=COOKIE)
+    assert page.status == 200 and b"Knowledge graph" in page.body
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {},  # neither token nor cookie
+        {"cookie": f"{cookie_name(PORT)}=wrong"},
+        {"cookie": f"{cookie_name(PORT + 1)}={TOKEN}"},  # another port's dashboard's
+        {"cookie": f"{cookie_name(PORT)}={TOKEN}; {cookie_name(PORT)}=other"},
+    ],
+)
+def test_without_the_token_nothing_is_shown(app: Any, headers: dict[str, str]) -> None:
+    for path in ("/", "/api/graph", "/static/app.js", "/api/status"):
+        answer = ask(app, path, headers=headers)
+        assert answer.status == 401, path
+        assert b"reverie dashboard" in answer.body  # where to find the URL
+    assert ask(app, "/?token=wrong").status == 401
+    assert ask(app, f"/?token=wrong&token={TOKEN}").status == 401
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"host": "evil.example"},  # a name rebound to 127.0.0.1
+        {"host": "evil.example:8123"},
+        {"origin": "http://evil.example"},  # a page of another site
+        {"origin": "null"},
+        {"sec-fetch-site": "cross-site"},
+    ],
+)
+def test_other_hosts_and_origins_are_refused_even_with_the_token(app: Any, headers: dict[str, str]) -> None:
+    assert ask(app, "/", headers={**COOKIE, **headers}).status == 403
+    assert ask(app, f"/?token={TOKEN}", headers=headers).status == 403
+    forget = ask(
+        app,
+        "/memories/forget",
+        method="POST",
+        headers={**COOKIE, **headers, "content-type": "application/x-www-form-urlencoded"},
+        body=b"memory_id=fact%3Ax&reason=r",
+    )
+    assert forget.status == 403
+
+
+def test_loopback_names_and_its_own_origin_are_let_in(app: Any) -> None:
+    for headers in (
+        {"host": f"localhost:{PORT}"},
+        {"origin": f"http://127.0.0.1:{PORT}"},
+        {"sec-fetch-site": "same-origin"},
+    ):
+        assert ask(app, "/", headers={**COOKIE, **headers}).status == 200, headers
+
+
+def test_every_answer_carries_a_strict_policy_and_is_not_cached(app: Any) -> None:
+    for path, headers in (("/", COOKIE), ("/api/activity", COOKIE), ("/static/app.js", COOKIE), ("/", {})):
+        answer = ask(app, path, headers=headers)
+        assert answer.headers["content-security-policy"] == CSP, path
+        assert "script-src 'self'" in CSP and "unsafe" not in CSP and "default-src 'none'" in CSP
+        assert answer.headers["x-frame-options"] == "DENY"
+        assert answer.headers["referrer-policy"] == "same-origin"  # no other site sees the URL
+        assert answer.headers["cache-control"] == "no-store"
+
+
+def test_an_empty_data_directory_shows_every_page_empty(app: Any) -> None:
+    for path in ("/", "/graph", "/prompts", "/sessions", "/memory", "/learned"):
+        answer = ask(app, path, headers=COOKIE)
+        assert answer.status == 200, path
+        assert answer.headers["content-type"].startswith("text/html")
+        assert b"<script>" not in answer.body and b" style=" not in answer.body  # nothing inline
+    assert json.loads(ask(app, "/api/graph", headers=COOKIE).body) == {"nodes": [], "edges": []}
+    assert ask(app, "/sessions/nope", headers=COOKIE).status == 404
+    assert ask(app, "/api/entities/nope", headers=COOKIE).status == 404
+    assert ask(app, "/api/graph?at=yesterday", headers=COOKIE).status == 400
+
+
+def test_a_form_cannot_send_the_user_elsewhere(app: Any) -> None:
+    answer = ask(
+        app,
+        "/memories/remember?project=%2Fsrc%2Fapp&back=%2F%2Fevil.example%2F",
+        method="POST",
+        headers={**COOKIE, "content-type": "application/x-www-form-urlencoded"},
+        body=b"text=",
+    )
+    assert answer.status == 303 and answer.headers["location"].startswith("/?")
+    assert "error=" in answer.headers["location"]  # nothing to remember: said, not recorded
+
+
+def test_the_port_and_token_are_kept_private_and_the_url_names_the_project(settings: Settings) -> None:
+    first = wanted(settings, None, {})
+    assert first.port == 0 and len(first.token) >= 40 and first.host == "127.0.0.1"
+    keep(settings.dashboard_file, Endpoint(40999, first.token))
+    assert stat.S_IMODE(os.stat(settings.dashboard_file).st_mode) == 0o600
+    assert wanted(settings, None, {}) == Endpoint(40999, first.token)  # the same across restarts
+    assert wanted(settings, 8080, {}).port == 8080
+    assert kept(settings.dashboard_file) == Endpoint(40999, first.token)
+    assert url(Endpoint(40999, "a b"), "/src/app") == "http://127.0.0.1:40999/?token=a+b&project=%2Fsrc%2Fapp"
+    listen = {"REVERIE_DASHBOARD_LISTEN": "0.0.0.0:7379", "REVERIE_DASHBOARD_TOKEN": "given"}
+    assert wanted(settings, None, listen) == Endpoint(7379, "given", "0.0.0.0")
+    with pytest.raises(SystemExit, match="REVERIE_DASHBOARD_TOKEN"):
+        wanted(settings, None, {"REVERIE_DASHBOARD_LISTEN": "0.0.0.0:7379"})
+
+
+def test_the_vendored_scripts_are_the_registrys_with_their_licences() -> None:
+    manifest = json.loads((VENDOR / "MANIFEST.json").read_text())
+    listed = set()
+    for entry in manifest["files"]:
+        data = (VENDOR / entry["file"]).read_bytes()
+        assert hashlib.sha256(data).hexdigest() == entry["sha256"], entry["file"]
+        licence = (VENDOR / entry["licence_file"]).read_text()
+        assert entry["licence"] == "MIT" and "Permission is hereby granted" in licence
+        listed |= {entry["file"], entry["licence_file"]}
+    assert {p.name for p in VENDOR.iterdir()} == listed | {"MANIFEST.json"}
