@@ -1,5 +1,6 @@
-"""Remembering and forgetting by hand: `reverie remember`, `reverie forget` and the MCP server's
-`memory_remember` and `memory_forget` record one event each, the same way.
+"""Remembering, forgetting and correcting by hand: `reverie remember`, `reverie forget`, the MCP
+server's `memory_remember` and `memory_forget`, and the dashboard record their events the same
+way.
 
 The event goes to the stream through an Emitter (ingest/emit.py); if Redis cannot take it, to
 the spool, which the stack delivers once it runs (so nothing is lost while it is down), and the
@@ -8,11 +9,11 @@ deleted (`reverie sql "select * from forgotten"`).
 """
 
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from ingest.emit import Emitter
+from ingest.emit import Emitter, Worker
 from ingest.project import place_of
 from ingest.spool import SUFFIX
 from schemas import kinds
@@ -24,6 +25,8 @@ if TYPE_CHECKING:
     import redis
 
 TEXT_LIMIT = 2000  # Memory Fabric's: longer text is cut, and the answer says so
+# who derives a correction's events (derived events name their worker): the user, by hand
+CORRECTION = Worker("correction", 1)
 
 
 class Recorded(msgspec.Struct, frozen=True):
@@ -92,6 +95,59 @@ def forget(settings: Settings, memory_id: str, reason: str, *, project: str, sou
     with Emitter(_connect(settings), source, spool=settings) as out:
         event_id = out.emit(kinds.MEMORY_FORGOTTEN, payload, project=project)
     return Recorded(event_id, out.went_to, project)
+
+
+def correct(settings: Settings, wrong: str, text: str, *, source: str) -> Recorded:
+    """Record that the fact `wrong` no longer holds and `text` says what does: the wrong one
+    forgotten, the user's words its reason (the event the correction comes from); a fact asserted
+    in those words about what the wrong one was about (its subject, relation, object, project and
+    scope); and the wrong one superseded by it from now on. The last two are derived from the
+    forgetting and the wrong fact's newest event (so their ids sort after both). ValueError if no
+    current fact has that id, or `text` is empty."""
+    from datetime import UTC, datetime
+
+    from schemas.memory import FactAsserted, FactSuperseded, fact_id
+
+    text = " ".join(text.split())[:TEXT_LIMIT]
+    if not text:
+        raise ValueError("what holds instead? the correction is empty")
+    old = _current_fact(settings, wrong)
+    right = fact_id(old["project"], "corrected", wrong, text)
+    now = datetime.now(UTC)
+    kept = ("source", "relation", "target", "category", "memory_type", "network", "scope")
+    said = {"fact_id": right, "description": text, "valid_at": now, **{k: old[k] for k in kept}}
+    asserted = msgspec.convert(said, FactAsserted)
+    ended = FactSuperseded(fact_id=wrong, by_fact_id=right, invalid_at=now, reason="corrected by the user")
+    rejected = MemoryForgotten(memory_id=wrong, reason=f"corrected: {text}")
+    with Emitter(_connect(settings), source, CORRECTION, spool=settings) as out:
+        told = out.emit(kinds.MEMORY_FORGOTTEN, rejected, project=old["project"], ts=now)
+        caused_by = (told, old["updated_by"])
+        event_id = out.emit(
+            kinds.FACT_ASSERTED, asserted, project=old["project"], caused_by=caused_by, ts=now
+        )
+        out.emit(kinds.FACT_SUPERSEDED, ended, project=old["project"], caused_by=caused_by, ts=now)
+    return Recorded(event_id, out.went_to, old["project"])
+
+
+def _current_fact(settings: Settings, wanted: str) -> dict[str, Any]:
+    """What the current fact `wanted` is about, as the newest snapshot has it; ValueError if none."""
+    from projections.folds import current
+    from projections.sql import connect
+
+    db = connect(settings, files=False)
+    try:
+        cursor = db.execute(
+            "SELECT fact_id, source, relation, target, category, memory_type, network, scope, project, "
+            f"updated_by FROM facts WHERE fact_id = $id AND {current()}",
+            {"id": wanted.strip()},
+        )
+        columns = [d[0] for d in cursor.description or []]
+        found = cursor.fetchall()
+    finally:
+        db.close()
+    if not found:
+        raise ValueError(f"no fact holds now with the id {wanted!r}: only a current fact can be corrected")
+    return dict(zip(columns, found[0], strict=True))
 
 
 def _known_here(settings: Settings, memory_id: str, project: str) -> None:

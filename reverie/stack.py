@@ -137,7 +137,11 @@ def stack_state(settings: Settings) -> "StackStatus":
         if found.stack_pid is not None:  # up, but its service not answering
             waiting = "not answering: starting (loading the model and the memories), restarting or busy"
             found = msgspec.structs.replace(found, recall_service=waiting)
-    return msgspec.structs.replace(found, mcp_server=_mcp_server(settings, found.stack_pid))
+    return msgspec.structs.replace(
+        found,
+        mcp_server=_mcp_server(settings, found.stack_pid),
+        dashboard=_dashboard(settings, found.stack_pid),
+    )
 
 
 def _mcp_server(settings: Settings, stack_pid: int | None) -> str:
@@ -151,6 +155,19 @@ def _mcp_server(settings: Settings, stack_pid: int | None) -> str:
     if not listens(endpoint, timeout=0.2):
         return f"{url(endpoint)} (NOT LISTENING: the stack restarts it; see its log)"
     return f"{url(endpoint)} (listening)"
+
+
+def _dashboard(settings: Settings, stack_pid: int | None) -> str:
+    """The dashboard's URL (with its token) and whether it listens (a loopback connect)."""
+    from reverie.dashboard.server import url
+    from reverie.loopback import kept, listens
+
+    endpoint = kept(settings.dashboard_file)
+    if stack_pid is None or endpoint is None or not endpoint.port:
+        return "not running (`reverie dashboard` serves it)"
+    if not listens(endpoint, timeout=0.2):
+        return f"{endpoint.origin} (NOT LISTENING: the stack restarts it, unless up with --no-dashboard)"
+    return url(endpoint)
 
 
 def _asked_status(settings: Settings) -> "StackStatus | None":
@@ -180,6 +197,7 @@ def status(as_json: bool) -> int:
         ("stack", f"running (pid {state.stack_pid})" if state.stack_pid else "not running (here)"),
         ("recall service", state.recall_service),
         ("mcp server", state.mcp_server),
+        ("dashboard", state.dashboard),
         ("redis", f"{state.redis_url} ({'reachable' if state.reachable else 'UNREACHABLE'})"),
         ("stream length", str(state.stream_length)),
         ("pending", str(state.pending)),

@@ -10,6 +10,7 @@ from typing import Any, Literal
 import msgspec
 
 from schemas.categories import Outcome, RememberedCategory
+from schemas.recall import Given
 
 
 class HookPayload(msgspec.Struct, kw_only=True):
@@ -108,11 +109,12 @@ class MemoryForgotten(msgspec.Struct, kw_only=True):
 
 
 class MemoryRetrieved(msgspec.Struct, kw_only=True):
-    """A recall and what it returned, in rank order."""
+    """A recall and what it returned, in rank order; for the hook's, why each was given."""
 
     query: str
     results: list[str] = []
     scores: list[float] = []
+    given: list[Given] = []
 
 
 class ProjectIdentified(msgspec.Struct, kw_only=True):

@@ -61,6 +61,9 @@ class RecallRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     # project's disposition, recorded as the asker's (`asked_by`: kinds.SOURCE_CLI, SOURCE_MCP)
     reflect: Disposition | None = None
     asked_by: str | None = None
+    # set by the dashboard's playground, with hook UserPromptSubmit: what the hook would inject
+    # now, and why (`Preview`), recording nothing
+    preview: bool = False
 
 
 Task = Literal["feature", "bugfix", "refactor", "question", "design", "debug", "unknown"]
@@ -107,9 +110,29 @@ class Scored(msgspec.Struct, frozen=True):
     derived_from: list[str] = []  # the memories a fact was drawn from (its prompt, its message)
 
 
+class Given(msgspec.Struct, frozen=True):
+    """A memory the hook gave with a prompt, and why: its recall score and each component
+    (`Scored`), its cosine to the prompt, and what let it past the block's floor."""
+
+    memory_id: str
+    score: float
+    similarity: float
+    components: dict[str, float]
+    passed: str
+
+
 class Recall(msgspec.Struct, frozen=True):
     prompt: str
     task: Task
     queries: list[Query]
     window: Window | None
     results: list[Scored]
+
+
+class Preview(msgspec.Struct, frozen=True):
+    """What the UserPromptSubmit hook would inject for a prompt now (`context`), each memory
+    given and why, and every candidate recall weighed (`recall`)."""
+
+    context: str
+    given: list[Given]
+    recall: Recall

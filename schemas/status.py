@@ -96,3 +96,6 @@ class StackStatus(msgspec.Struct, frozen=True, kw_only=True):
     # the stack's MCP server over HTTP: where it listens, and whether it does (`reverie status`
     # asks: the recall service does not know it)
     mcp_server: str = "not running"
+    # the dashboard: the URL to open (it carries the token), and whether it listens (`reverie
+    # status` asks, as for the MCP server)
+    dashboard: str = "not running"

@@ -19,6 +19,7 @@ from ingest.injection import ask
 from reverie.dashboard.guard import cookie_name
 from reverie.dashboard.server import running, url
 from reverie.loopback import Endpoint
+from schemas import kinds
 from schemas.settings import Settings
 from tests.support.browser import Watched, chromium
 from tests.support.captures import TRANSCRIPTS
@@ -86,8 +87,10 @@ def test_every_page_loads_clean_and_shows_what_sql_says(
     assert page.url == dashboard.origin + "/"  # the token traded for a cookie, gone from the address
     page.wait_for_selector("#health td:text('running (pid')")
     assert number(watched, "#n-sessions b") == one(stack, "SELECT count(*) FROM sessions") >= 5
-    assert number(watched, "#n-facts b") == one(stack, "SELECT count(*) FROM facts_current") > 50
-    entities = "SELECT count(DISTINCT e) FROM (SELECT unnest([source, target]) AS e FROM facts_current)"
+    # what was asked to be forgotten is not held (the tests below forget one)
+    held = "facts_current f WHERE NOT EXISTS (SELECT 1 FROM forgotten WHERE memory_id = f.fact_id)"
+    assert number(watched, "#n-facts b") == one(stack, f"SELECT count(*) FROM {held}") > 50
+    entities = f"SELECT count(DISTINCT e) FROM (SELECT unnest([source, target]) AS e FROM {held})"
     assert number(watched, "#n-entities b") == one(stack, entities)
     shown_kinds = {
         row.locator("td").nth(0).inner_text(): int(row.locator("td").nth(1).inner_text())
@@ -197,9 +200,61 @@ def test_forgetting_a_fact_from_its_provenance_is_an_event_and_recall_drops_it(
     )
     assert recorded == [("dashboard", project, "we dropped it")]
     wait_for(lambda: fact_id not in recalled(settings, text, project), timeout=60, what="recall to drop it")
+    edges = page.request.get(f"{dashboard.origin}/api/graph?{urlencode({'project': project})}").json()[
+        "edges"
+    ]
+    assert [e["now"] for e in edges if e["fact_id"] == fact_id] == ["forgotten"]  # grey in the graph
     page.goto(f"{dashboard.origin}/memory?{urlencode({'project': project})}")
     assert fact_id in page.locator("#forgotten").inner_text()
+    page.locator("#forgotten a", has_text=fact_id).click()  # its strength over time
+    page.wait_for_selector("#strength[data-ready=yes]")
+    assert text in page.locator("#strength-of").inner_text()
     watched.screenshot("memory-forgotten")
+    assert watched.errors == []
+
+
+def test_correcting_a_fact_supersedes_it_with_the_users_words(
+    watched: Watched, dashboard: Endpoint, stack: Stack, settings: Settings
+) -> None:
+    [(wrong, text, project, entity_id)] = stack.query(
+        "SELECT f.fact_id, f.description, f.project, f.target FROM facts_current f "
+        "WHERE f.relation = 'depends_on' ORDER BY f.fact_id LIMIT 1 OFFSET 1"
+    )
+    page = watched.page
+    page.goto(f"{dashboard.origin}/graph?{urlencode({'project': project})}")
+    page.wait_for_selector("#graph[data-ready=yes]")
+    [(name,)] = stack.query(f"SELECT name FROM entities WHERE entity_id = '{entity_id}'")
+    page.locator("#q").fill(name)
+    page.locator("#find button").click()
+    page.locator(f"#panel a[data-entity='{entity_id}']").click()
+    page.locator("#panel li", has_text=text).locator("a", has_text="why").click()
+    right = f"{text.rsplit(' ', 1)[0]} 9.9, pinned since the upgrade"
+    page.locator("#panel form.correct input[name=text]").fill(right)
+    page.locator("#panel button", has_text="correct it").click()
+    page.wait_for_selector(f".said:has-text('corrected: {wrong}')")
+
+    said = "payload->>'fact_id', payload->>'by_fact_id', payload->>'description'"
+
+    def corrected() -> list[tuple[Any, ...]]:
+        return stack.query(
+            f"SELECT kind, source, project, {said} FROM events WHERE source = 'dashboard' "
+            f"AND (payload->>'fact_id' = '{wrong}' OR payload->>'description' = '{right}') ORDER BY kind"
+        )
+
+    [(asserted, *by_user), (superseded, *ended)] = wait_for(lambda: len(corrected()) == 2 and corrected())
+    new_id = by_user[2]
+    assert (asserted, by_user) == ("fact.asserted", ["dashboard", project, new_id, None, right])
+    assert (superseded, ended) == ("fact.superseded", ["dashboard", project, wrong, new_id, None])
+    both = f"SELECT fact_id FROM facts_current WHERE fact_id IN ('{wrong}', '{new_id}')"
+    wait_for(lambda: stack.query(both) == [(new_id,)], what="the correction folded")
+
+    def recalls_the_correction() -> bool:
+        found = recalled(settings, right, project)
+        return bool(found) and found[0] == new_id and wrong not in found
+
+    wait_for(
+        recalls_the_correction, timeout=60, what="recall to give the correction, not the fact it corrects"
+    )
     assert watched.errors == []
 
 
@@ -239,3 +294,55 @@ def test_without_the_token_or_from_elsewhere_the_real_server_refuses(dashboard: 
     assert status("GET", {}) == 401
     assert status("GET", {**cookie, "Host": "rebound.example"}) == 403
     assert status("POST", {**cookie, "Origin": "http://evil.example"}) == 403
+
+
+def prompted(settings: Settings, session: str, project: str, prompt: str) -> str:
+    """A prompt recorded as the hook records it, then what the hook is given for it, asked of
+    the service as the hook asks it, but with time to answer on a busy machine (the hook waits 2 s)."""
+    from ingest.emit import Emitter
+    from schemas.observed import PromptSubmitted
+    from workers.redis_client import connect
+
+    submitted = PromptSubmitted(session_id=session, prompt=prompt)
+    with Emitter(connect(settings), kinds.SOURCE_CLAUDE_CODE) as out:
+        out.emit(kinds.PROMPT_SUBMITTED, submitted, project=project, session_id=session)
+    request: dict[str, object] = {"hook": "UserPromptSubmit", "prompt": prompt, "project": project}
+    request |= {"session_id": session, "deadline_s": 10.0}
+    answer = ask(settings.recall_socket_path, request, 30.0)
+    assert "context" in answer, answer
+    return str(answer["context"])
+
+
+def test_a_prompt_shows_what_it_was_given_and_why_and_the_playground_what_it_would_be(
+    watched: Watched, dashboard: Endpoint, stack: Stack, settings: Settings
+) -> None:
+    project = one(stack, "SELECT project FROM sessions ORDER BY started_at LIMIT 1")
+    asked = "how do I start the phoenix server?"
+    page = watched.page
+    page.goto(f"{dashboard.origin}/prompts?{urlencode({'project': project})}")
+    retrievals = one(stack, "SELECT count(*) FROM retrievals")
+    page.locator("input[name=try]").fill(asked)
+    page.locator("#playground button").click()
+    page.wait_for_selector("#injected")
+    previewed = page.locator("#injected").inner_text()
+    assert "phoenix" in previewed.lower()
+    assert page.locator("#candidates tr.given").count() >= 1
+    assert "the floor being" in page.locator("#candidates tr.given").first.inner_text()
+    watched.screenshot("prompts-playground")
+
+    injected = prompted(settings, "dashboard-prompt-1", project, asked)
+    assert injected.strip() == previewed.strip()  # the playground shows what the hook gives
+    wait_for(
+        lambda: (
+            one(stack, "SELECT count(*) FROM retrievals") == retrievals + 1
+            and one(stack, "SELECT count(*) FROM prompts WHERE session_id = 'dashboard-prompt-1'") == 1
+        ),
+        what="the hook's prompt and recall folded (and the playground's recall never recorded)",
+    )
+    page.goto(f"{dashboard.origin}/prompts?{urlencode({'project': project})}")
+    row = page.locator("#prompts tbody tr", has_text=asked).first
+    given = row.locator("li")
+    assert given.count() == injected.count("\n- ")  # each memory the hook gave, once
+    assert "score" in given.first.inner_text() and "the floor being" in given.first.inner_text()
+    watched.screenshot("prompts")
+    assert watched.errors == []

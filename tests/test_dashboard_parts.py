@@ -9,6 +9,7 @@ import os
 import stat
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl, urlencode
 
 import pytest
 
@@ -142,7 +143,7 @@ def test_every_answer_carries_a_strict_policy_and_is_not_cached(app: Any) -> Non
 
 
 def test_an_empty_data_directory_shows_every_page_empty(app: Any) -> None:
-    for path in ("/", "/graph", "/prompts", "/sessions", "/memory", "/learned"):
+    for path in ("/", "/graph", "/prompts", "/sessions", "/memory", "/memory?memory=x", "/learned"):
         answer = ask(app, path, headers=COOKIE)
         assert answer.status == 200, path
         assert answer.headers["content-type"].startswith("text/html")
@@ -150,19 +151,44 @@ def test_an_empty_data_directory_shows_every_page_empty(app: Any) -> None:
     assert json.loads(ask(app, "/api/graph", headers=COOKIE).body) == {"nodes": [], "edges": []}
     assert ask(app, "/sessions/nope", headers=COOKIE).status == 404
     assert ask(app, "/api/entities/nope", headers=COOKIE).status == 404
+    assert ask(app, "/api/memories/nope/strength", headers=COOKIE).status == 404
+    assert ask(app, "/why/nope", headers=COOKIE).status == 404
+    assert json.loads(ask(app, "/api/activity", headers=COOKIE).body) == {
+        "day": [],
+        "prompts": [],
+        "tools": [],
+        "facts": [],
+    }
     assert ask(app, "/api/graph?at=yesterday", headers=COOKIE).status == 400
 
 
-def test_a_form_cannot_send_the_user_elsewhere(app: Any) -> None:
+@pytest.mark.parametrize("back", ["//evil.example/", "/\\evil.example/", "https://evil.example/"])
+def test_a_form_cannot_send_the_user_elsewhere(app: Any, back: str) -> None:
     answer = ask(
         app,
-        "/memories/remember?project=%2Fsrc%2Fapp&back=%2F%2Fevil.example%2F",
+        f"/memories/remember?project=%2Fsrc%2Fapp&{urlencode({'back': back})}",
         method="POST",
         headers={**COOKIE, "content-type": "application/x-www-form-urlencoded"},
         body=b"text=",
     )
     assert answer.status == 303 and answer.headers["location"].startswith("/?")
     assert "error=" in answer.headers["location"]  # nothing to remember: said, not recorded
+
+
+def test_a_form_sends_the_user_back_saying_what_happened_once(app: Any) -> None:
+    back = "/memory?project=%2Fsrc%2Fapp&said=earlier"
+    answer = ask(
+        app,
+        f"/facts/correct?{urlencode({'back': back})}",
+        method="POST",
+        headers={**COOKIE, "content-type": "application/x-www-form-urlencoded"},
+        body=b"fact_id=fact%3Anone&text=right",
+    )
+    assert answer.status == 303
+    path, _, query = answer.headers["location"].partition("?")
+    told = dict(parse_qsl(query))
+    assert path == "/memory" and told["project"] == "/src/app" and "said" not in told
+    assert "no fact holds now" in told["error"]
 
 
 def test_the_port_and_token_are_kept_private_and_the_url_names_the_project(settings: Settings) -> None:

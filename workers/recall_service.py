@@ -43,6 +43,7 @@ from ingest.emit import Emitter
 from projections import sql
 from projections.embedding_model import load_encoder
 from projections.recall import render
+from projections.recall.block import Shown
 from projections.recall.memories import Memories
 from projections.recall.pipeline import Overdue, Recaller
 from projections.vectors import Vectors
@@ -51,7 +52,7 @@ from schemas.disposition import Disposition
 from schemas.kinds import MEMORY_RETRIEVED, SOURCE_WORKER
 from schemas.manifest import AFTER, CompactionManifest, WrittenAt, next_steps
 from schemas.observed import MemoryRetrieved
-from schemas.recall import REQUEST_LIMIT, Recall, RecallRequest
+from schemas.recall import REQUEST_LIMIT, Given, Preview, Recall, RecallRequest
 from schemas.reflection import Reflection
 from schemas.settings import Settings
 from schemas.status import StackStatus
@@ -123,15 +124,19 @@ class RecallService:
                     )
                 }
             if request.hook:
-                shown = self.recaller.injection(request, deadline)
+                found, shown = self.recaller.injected(request, deadline)
             else:
                 found = self.recaller.answer(asked, deadline)
         finally:
             self.lock.release()
         if request.hook:  # what the agent is given is what was recalled
-            self._feed_back(request, request.prompt, [(m.memory_id, 1.0) for m in shown])
             level = render.pressure(request.transcript_bytes)
-            return {"context": render.render(shown, render.budget(level, request.transcript_bytes))}
+            context = render.render(shown, render.budget(level, request.transcript_bytes))
+            given = _given(found, shown)
+            if request.preview:
+                return {"preview": Preview(context, given, found)}
+            self._feed_back(request, request.prompt, [(m.memory_id, 1.0) for m in shown], given)
+            return {"context": context}
         self._feed_back(request, found.prompt, [(r.memory_id, r.score) for r in found.results])
         if request.reflect is not None:
             return {"reflection": self._reflection(request, request.reflect, found)}
@@ -245,11 +250,20 @@ class RecallService:
         manifest = self._manifest(request, at).with_fresher_steps(_read_manifest(path))
         write_durably(os.path.dirname(path), os.path.basename(path), msgspec.json.encode(manifest))
 
-    def _feed_back(self, request: RecallRequest, query: str, results: list[tuple[str, float]]) -> None:
-        """Append what was recalled, and how it scored, as a memory.retrieved event; a recall never
-        fails for want of it."""
+    def _feed_back(
+        self,
+        request: RecallRequest,
+        query: str,
+        results: list[tuple[str, float]],
+        given: list[Given] | None = None,
+    ) -> None:
+        """Append what was recalled, and how it scored (and, given, why each was given), as a
+        memory.retrieved event; a recall never fails for want of it."""
         retrieved = MemoryRetrieved(
-            query=query, results=[m for m, _ in results], scores=[score for _, score in results]
+            query=query,
+            results=[m for m, _ in results],
+            scores=[score for _, score in results],
+            given=given or [],
         )
         try:
             with Emitter(self.redis, SOURCE_WORKER) as out:
@@ -258,6 +272,17 @@ class RecallService:
                 )
         except Exception as e:  # Redis away: the recall still answers
             log.warning("retrieval.not_recorded", error=str(e))
+
+
+def _given(found: Recall, shown: list[Shown]) -> list[Given]:
+    """Why the hook gives each of `shown`: its scores in `found`, and what let it pass."""
+    scored = {m.memory_id: m for m in found.results}
+    return [
+        Given(m.memory_id, scored[m.memory_id].score, scored[m.memory_id].similarity,
+              scored[m.memory_id].components, m.passed)
+        for m in shown
+        if m.memory_id in scored
+    ]  # fmt: skip
 
 
 def _read_manifest(path: str) -> CompactionManifest | None:

@@ -7,7 +7,8 @@ from schemas import kinds
 TABLES = """
 CREATE TABLE retrievals (
     event_id VARCHAR PRIMARY KEY, session_id VARCHAR, project VARCHAR, ts TIMESTAMPTZ,
-    query VARCHAR, results VARCHAR[], scores DOUBLE[]
+    query VARCHAR, results VARCHAR[], scores DOUBLE[],
+    given JSON  -- the hook's: why each memory was given (schemas/recall.py Given)
 );
 CREATE TABLE activation_log (  -- activation.recorded events, and each memory a recall returned
     event_id VARCHAR, memory_id VARCHAR, activated_at TIMESTAMPTZ, cause VARCHAR, weight DOUBLE,
@@ -32,7 +33,7 @@ FOLDS: list[tuple[str, str]] = [
         f"""
         INSERT INTO retrievals
         SELECT id, session_id, project, ts, payload->>'query', {json_list("results")},
-            coalesce(TRY_CAST(payload->'scores' AS DOUBLE[]), [])
+            coalesce(TRY_CAST(payload->'scores' AS DOUBLE[]), []), payload->'given'
         FROM batch WHERE kind = '{kinds.MEMORY_RETRIEVED}'
         """,
     ),

@@ -99,6 +99,7 @@ class Shown(msgspec.Struct, frozen=True):
     ts: datetime | None
     category: str | None = None
     memory_type: str | None = None
+    passed: str = ""  # why it passed the floor (`passed`)
 
 
 def select(
@@ -110,9 +111,10 @@ def select(
 ) -> list[Shown]:
     """The items to inject for `prompt` from recall's `found` (best first); [] for none."""
     asked = word_set(prompt)
+    names = _names(prompt)
     long = [m.memory_id for m in found if len(m.text) > LONG]
     chunks = passages(long) if long else {}
-    ranked = _ranked([_nearest(m, chunks.get(m.memory_id, []), query) for m in found], _names(prompt), asked)
+    ranked = _ranked([_nearest(m, chunks.get(m.memory_id, []), query) for m in found], names, asked)
     said: frozenset[str] = frozenset()
     shown: list[Shown] = []
     for memory in ranked:
@@ -122,8 +124,9 @@ def select(
             continue
         said |= word_set(" ".join(line for _, line in fresh))
         text = _joined(fresh)
+        why = passed(memory, names, asked) or ""
         shown.append(
-            Shown(memory.memory_id, memory.kind, text, memory.ts, memory.category, memory.memory_type)
+            Shown(memory.memory_id, memory.kind, text, memory.ts, memory.category, memory.memory_type, why)
         )
         if len(shown) == MAX_ITEMS:
             break
@@ -134,7 +137,7 @@ def _ranked(found: Sequence[Scored], names: list[re.Pattern[str]], asked: frozen
     """The memories that may answer, the distilled first; none if memory does not answer at
     all (see the module's docstring, 1 to 3)."""
     answers = [m for m in found if not asked_before(m.kind, m.text, asked)]
-    near = [m for m in answers if _near(m, names, asked)]
+    near = [m for m in answers if passed(m, names, asked)]
     if not any(m.similarity >= BLOCK_FLOOR or _holds(m, names) for m in near):
         return []
     # a fact drawn from one turn stands for it (an LLM's fact names its batch's ends, not a turn)
@@ -159,14 +162,26 @@ def _nearest(memory: Scored, chunks: list[tuple[str, Vector]], query: Vector) ->
     return msgspec.structs.replace(memory, similarity=max(memory.similarity, round(nearest, 6)))
 
 
-def _near(memory: Scored, names: list[re.Pattern[str]], asked: frozenset[str]) -> bool:
+def passed(memory: Scored, names: list[re.Pattern[str]], asked: frozenset[str]) -> str | None:
+    """Why `memory` is near enough the prompt to be shown, in words; None when it is not."""
+    near = f"the model puts it at {memory.similarity:.2f} of the prompt"
     if memory.kind in REFLECTION:  # an answer to a question: for a prompt near it only
-        return memory.similarity >= OPINION_FLOOR
-    if _holds(memory, names):
-        return True
+        return (
+            f"{near}, an opinion's floor being {OPINION_FLOOR}"
+            if memory.similarity >= OPINION_FLOOR
+            else None
+        )
+    held = [name.pattern for name in names if name.search(memory.text)]
+    if held:
+        return f"it holds a name from the prompt ({_name_of(held[0])})"
     if memory.kind in RAW and not (word_set(memory.text) & asked) - NEGATIONS:  # near to the model only
-        return False
-    return memory.similarity >= ITEM_FLOOR
+        return None
+    return f"{near}, the floor being {ITEM_FLOOR}" if memory.similarity >= ITEM_FLOOR else None
+
+
+def _name_of(pattern: str) -> str:
+    """The name a pattern of `_names` finds, as the prompt gave it."""
+    return re.sub(r"\\(.)", r"\1", pattern.removeprefix(r"(?<!\w)").removesuffix(r"(?!\w)"))
 
 
 def _names(prompt: str) -> list[re.Pattern[str]]:

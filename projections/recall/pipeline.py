@@ -271,13 +271,18 @@ class Recaller:
         """What the UserPromptSubmit hook injects for `request`: the few memories that answer its
         prompt, each once, a long one as its passage that matters (projections/recall/block.py);
         [] when nothing in memory answers it."""
+        return self.injected(request, deadline)[1]
+
+    def injected(self, request: RecallRequest, deadline: float | None = None) -> tuple[Recall, list[Shown]]:
+        """`injection`, and the recall it chose from (the candidates, each with its scores)."""
         wide = msgspec.structs.replace(
             request, limit=max(request.limit, _INJECTION_CANDIDATES), answers_only=True
         )
         found = self.answer(wide, deadline)
         _in_time(deadline)
         query = self.vector_of(found.queries[0].text)
-        return block.select(found.prompt, found.results, query, self.index.passages, self.index.rows.rarity)
+        shown = block.select(found.prompt, found.results, query, self.index.passages, self.index.rows.rarity)
+        return found, shown
 
     def vector_of(self, text: str) -> Vector:
         """The model's vector of `text`; the last few asked for are kept (a recall and the block

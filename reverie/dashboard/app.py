@@ -2,9 +2,9 @@
 
 Pages are read from the projections (reads.py) and rendered here; every page and every JSON
 answer is scoped to the project its URL names (`?project=`), every project without one. A change
-(forget, remember) is one event through reverie/remembering.py, as `reverie forget` records
-it, with source `dashboard`; the page then says where it went (the stream, or the spool while
-Redis is away) and the projector folds it like any other.
+(forget, remember, correct a fact) is recorded by reverie/remembering.py, as `reverie forget`
+records a forgetting, with source `dashboard`; the page then says which event and where it went
+(the stream, or the spool while Redis is away), and the projector folds it like any other.
 """
 
 import contextlib
@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import parse_qsl, urlencode
 
 import msgspec
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
@@ -25,6 +25,7 @@ from starlette.staticfiles import StaticFiles
 
 from reverie.dashboard import reads
 from schemas.kinds import SOURCE_DASHBOARD
+from schemas.recall import Preview
 from schemas.settings import Settings
 
 HERE = Path(__file__).parent
@@ -37,7 +38,8 @@ PAGES = (
     ("learned", "/learned", "Learned"),
 )
 
-_SECTIONS = {"session": "sessions"}  # a page under another's item in the menu
+_PREVIEW_WAIT_S = 10.0  # for the recall service's answer to the playground
+_SECTIONS = {"session": "sessions", "why": "graph"}  # a page under another's item in the menu
 
 
 class Json(JSONResponse):
@@ -83,7 +85,7 @@ def build(settings: Settings) -> Starlette:
 
     async def graph(request: Request) -> Response:
         span = await run_in_threadpool(reads.time_span, db, _project(request))
-        return await page(request, "graph", span=span)
+        return await page(request, "graph", span=span, nodes=_number(request, "nodes", reads.GRAPH_NODES))
 
     async def sessions(request: Request) -> Response:
         offset = _offset(request)
@@ -103,17 +105,29 @@ def build(settings: Settings) -> Starlette:
     async def prompts(request: Request) -> Response:
         offset = _offset(request)
         rows = await run_in_threadpool(reads.prompts, db, _project(request), offset)
+        tried = request.query_params.get("try", "").strip()
+        preview = await run_in_threadpool(_preview, settings, tried, _project(request)) if tried else None
         return await page(
-            request, "prompts", prompts=rows, offset=offset, page_size=reads.PAGE, rows_shown=len(rows)
+            request,
+            "prompts",
+            prompts=rows,
+            offset=offset,
+            page_size=reads.PAGE,
+            rows_shown=len(rows),
+            tried=tried,
+            preview=preview,
         )
 
     async def memory(request: Request) -> Response:
         project = _project(request)
+        shown = request.query_params.get("memory", "").strip()
         tiers = await run_in_threadpool(reads.tiers, db, project)
         health = await run_in_threadpool(reads.health, db)
         flows = await run_in_threadpool(reads.promotions, db, project)
         gone = await run_in_threadpool(reads.forgotten, db, project)
-        return await page(request, "memory", tiers=tiers, health=health, flows=flows, forgotten=gone)
+        return await page(
+            request, "memory", tiers=tiers, health=health, flows=flows, forgotten=gone, shown=shown
+        )
 
     async def learned(request: Request) -> Response:
         return await page(request, "learned", **await run_in_threadpool(reads.learned, db, _project(request)))
@@ -130,7 +144,8 @@ def build(settings: Settings) -> Starlette:
         around = request.query_params.get("around") or None
         known_now = request.query_params.get("known") == "now"
         project = _project(request)
-        return Json(await run_in_threadpool(lambda: reads.graph(db, project, when, around, known_now)))
+        nodes = _number(request, "nodes", reads.GRAPH_NODES)
+        return Json(await run_in_threadpool(lambda: reads.graph(db, project, when, around, known_now, nodes)))
 
     async def entity_json(request: Request) -> Response:
         found = await run_in_threadpool(reads.entity, db, request.path_params["entity_id"], _project(request))
@@ -142,12 +157,21 @@ def build(settings: Settings) -> Starlette:
         text = request.query_params.get("q", "").strip()
         return Json(await run_in_threadpool(reads.search_entities, db, text) if text else [])
 
+    async def strength_json(request: Request) -> Response:
+        memory_id = request.path_params["memory_id"]
+        found = await run_in_threadpool(reads.strength, db, memory_id, datetime.now(UTC))
+        if found is None:
+            return Json({"error": f"no memory has the id {memory_id!r}"}, status_code=404)
+        return Json(found)
+
     async def status_json(request: Request) -> Response:
         from reverie.stack import stack_state
 
         return Json(await run_in_threadpool(stack_state, settings))
 
-    async def why_json(request: Request) -> Response:
+    async def why_page(request: Request) -> Response:
+        """Why memory holds an id (`reverie why`): a page, or with ?part=1 the part the graph's
+        panel shows."""
         from reverie.explaining import CannotExplain, why
 
         try:
@@ -155,8 +179,14 @@ def build(settings: Settings) -> Starlette:
                 why, settings, request.path_params["memory_id"], _project(request)
             )
         except CannotExplain as e:
-            return Json({"error": str(e)}, status_code=404)
-        return Json(found)
+            return await page(request, "missing", 404, title="Why", what=str(e))
+        if request.query_params.get("part"):
+            project = _project(request)
+            html = templates.get_template("_why.html").render(
+                why=found, scoped=lambda path, **more: _scoped(path, project, **more)
+            )
+            return HTMLResponse(html)
+        return await page(request, "why", title=f"Why: {found.title[:40]}", why=found)
 
     async def forget(request: Request) -> Response:
         from reverie.remembering import forget as record_forgetting
@@ -175,6 +205,22 @@ def build(settings: Settings) -> Starlette:
             return _back(request, error=str(e))
         return _back(
             request, said=f"forgotten: {memory_id} (event {done.event_id}, sent to the {done.went_to})"
+        )
+
+    async def correct(request: Request) -> Response:
+        from reverie.remembering import correct as record_correction
+
+        form = await request.form()
+        wrong, text = str(form.get("fact_id", "")), str(form.get("text", ""))
+        try:
+            done = await run_in_threadpool(
+                lambda: record_correction(settings, wrong, text, source=SOURCE_DASHBOARD)
+            )
+        except (ValueError, OSError) as e:
+            return _back(request, error=str(e))
+        return _back(
+            request,
+            said=f"corrected: {wrong} now superseded (event {done.event_id}, sent to the {done.went_to})",
         )
 
     async def remember(request: Request) -> Response:
@@ -212,13 +258,32 @@ def build(settings: Settings) -> Starlette:
             Route("/api/entities", entities_json),
             Route("/api/entities/{entity_id}", entity_json),
             Route("/api/status", status_json),
-            Route("/api/why/{memory_id}", why_json),
+            Route("/api/memories/{memory_id}/strength", strength_json),
+            Route("/why/{memory_id}", why_page),
             Route("/memories/forget", forget, methods=["POST"]),
             Route("/memories/remember", remember, methods=["POST"]),
+            Route("/facts/correct", correct, methods=["POST"]),
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
         ],
         lifespan=lifespan,
     )
+
+
+def _preview(settings: Settings, prompt: str, project: str | None) -> dict[str, Any]:
+    """What the UserPromptSubmit hook would inject for `prompt` now, as the warm recall service
+    tells it (recording nothing), with each candidate's scores; or why it cannot be told."""
+    from reverie.recalling import RecallFailed, asked
+    from schemas.recall import RecallRequest
+
+    request = RecallRequest(prompt=prompt, project=project, hook="UserPromptSubmit", preview=True)
+    try:
+        answer = asked(settings, request, _PREVIEW_WAIT_S)
+    except RecallFailed as e:
+        return {"error": str(e)}
+    if answer is None:
+        return {"error": "the recall service does not answer: start the stack (reverie up)"}
+    preview = msgspec.json.decode(msgspec.json.encode(answer["preview"]), type=Preview)
+    return {**msgspec.structs.asdict(preview), "given_by": {g.memory_id: g for g in preview.given}}
 
 
 def _project(request: Request) -> str | None:
@@ -227,10 +292,14 @@ def _project(request: Request) -> str | None:
 
 
 def _offset(request: Request) -> int:
+    return max(_number(request, "offset", 0), 0)
+
+
+def _number(request: Request, name: str, default: int) -> int:
     try:
-        return max(int(request.query_params.get("offset", "0")), 0)
+        return int(request.query_params.get(name, default))
     except ValueError:
-        return 0
+        return default
 
 
 def _scoped(path: str, project: str | None, **more: Any) -> str:
@@ -240,13 +309,14 @@ def _scoped(path: str, project: str | None, **more: Any) -> str:
 
 
 def _back(request: Request, said: str | None = None, error: str | None = None) -> Response:
-    """Back to the page the form was on, saying what happened."""
+    """Back to the page the form was on (a path of this site's only), saying what happened."""
     back = request.query_params.get("back", "/")
-    if not back.startswith("/") or back.startswith("//"):
+    if not back.startswith("/") or back.startswith(("//", "/\\")):
         back = "/"
     path, _, query = back.partition("?")
-    extra = urlencode({k: v for k, v in (("said", said), ("error", error)) if v})
-    return RedirectResponse(f"{path}?{query + '&' if query else ''}{extra}", status_code=303)
+    kept = [(k, v) for k, v in parse_qsl(query, keep_blank_values=True) if k not in ("said", "error")]
+    told = [(k, v) for k, v in (("said", said), ("error", error)) if v]
+    return RedirectResponse(f"{path}?{urlencode(kept + told)}", status_code=303)
 
 
 def _when(value: datetime | None) -> str:

@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 import duckdb
+import msgspec
 
 from projections.folds import current
 from projections.sql import connect, reattach, snapshot_identity
@@ -21,10 +22,20 @@ from schemas.settings import Settings
 Row = dict[str, Any]
 
 GRAPH_NODES = 300  # the most connected entities the graph opens with
+MOST_NODES = 5000  # the most it shows at once (`?nodes=`)
 PAGE = 50  # rows a list shows at once
 
 # the facts in `project`'s scope: ? IS NULL reads every project
 _IN_SCOPE = "($project IS NULL OR f.project = $project OR f.scope = 'global')"
+
+
+def _forgotten(alias: str) -> str:
+    """Whether the fact `alias` names was asked to be forgotten where it holds (as memory_texts
+    hides it: in its project, or anywhere for one that holds everywhere)."""
+    return (
+        f"EXISTS (SELECT 1 FROM forgotten fo WHERE fo.memory_id = {alias}.fact_id "
+        f"AND ({alias}.scope = 'global' OR fo.project = {alias}.project))"
+    )
 
 
 class Projections:
@@ -84,9 +95,9 @@ def overview(db: Projections, project: str | None) -> Row:
         SELECT
             (SELECT count(*) FROM sessions WHERE $project IS NULL OR project = $project) AS sessions,
             (SELECT count(*) FROM prompts WHERE $project IS NULL OR project = $project) AS prompts,
-            (SELECT count(*) FROM facts_current f WHERE {_IN_SCOPE}) AS facts,
+            (SELECT count(*) FROM facts_current f WHERE {_IN_SCOPE} AND NOT {_forgotten("f")}) AS facts,
             (SELECT count(DISTINCT e) FROM (
-                SELECT unnest([f.source, f.target]) AS e FROM facts_current f WHERE {_IN_SCOPE})
+                SELECT unnest([f.source, f.target]) AS e FROM facts_current f WHERE {_IN_SCOPE} AND NOT {_forgotten("f")})
              WHERE e IS NOT NULL) AS entities,
             (SELECT count(*) FROM forgotten WHERE $project IS NULL OR project = $project) AS forgotten
         """,
@@ -110,7 +121,8 @@ def tiers(db: Projections, project: str | None) -> list[Row]:
 
 
 def activity(db: Projections, project: str | None) -> Row:
-    """Prompts, tool uses and facts learned per day: columns for a chart (days as epoch seconds)."""
+    """Prompts, tool uses and facts learned per day, every day from the first to the last (none
+    is 0): columns for a chart (days as epoch seconds, UTC)."""
     rows = db.rows(
         f"""
         WITH days AS (
@@ -126,7 +138,13 @@ def activity(db: Projections, project: str | None) -> Row:
         """,
         project=project,
     )
-    return {key: [r[key] for r in rows] for key in ("day", "prompts", "tools", "facts")}
+    by_day = {r["day"]: r for r in rows}
+    days = list(range(rows[0]["day"], rows[-1]["day"] + 1, 86_400)) if rows else []
+    empty = {"prompts": 0, "tools": 0, "facts": 0}
+    return {
+        "day": days,
+        **{key: [by_day.get(day, empty)[key] for day in days] for key in ("prompts", "tools", "facts")},
+    }
 
 
 def sessions(db: Projections, project: str | None, offset: int = 0, limit: int = PAGE) -> list[Row]:
@@ -170,34 +188,52 @@ def session(db: Projections, session_id: str) -> Row | None:
 
 
 def prompts(db: Projections, project: str | None, offset: int = 0, limit: int = PAGE) -> list[Row]:
-    """Prompts, the newest first, each with what recall gave it: the retrieval recorded in its
-    session for its words (the hook's), the memories in the order given."""
-    return db.rows(
+    """Prompts, the newest first, each with what the hook gave it: the first recall recorded
+    in its session after it and before the next prompt, each memory in the order given, with
+    its text, its scores and why it passed the floor (recorded since reverie records why)."""
+    found = db.rows(
         """
-        WITH shown AS (
-            SELECT p.event_id, p.session_id, p.project, p.ts, p.clean AS prompt,
-                arg_min(r.results, r.ts) AS results
-            FROM (SELECT * FROM prompts WHERE agent = 'main' AND ($project IS NULL OR project = $project)
-                  ORDER BY ts DESC LIMIT $limit OFFSET $offset) p
-            LEFT JOIN retrievals r ON r.session_id = p.session_id AND r.ts >= p.ts
-                AND r.query = left(p.prompt, length(r.query))
-            GROUP BY ALL
-        )
-        SELECT s.*, list(m.kind || ': ' || left(m.text, 240) ORDER BY i) FILTER (m.memory_id IS NOT NULL) AS given
-        FROM shown s
-        LEFT JOIN (SELECT event_id, unnest(results) AS memory_id, generate_subscripts(results, 1) AS i
-                   FROM shown) u USING (event_id)
-        LEFT JOIN memory_texts m ON m.memory_id = u.memory_id
-        GROUP BY ALL ORDER BY s.ts DESC
+        WITH asked AS (
+            SELECT event_id, session_id, project, ts, clean AS prompt,
+                lead(ts) OVER (PARTITION BY session_id ORDER BY ts) AS next_ts
+            FROM prompts WHERE agent = 'main' AND ($project IS NULL OR project = $project)
+        ),
+        page AS (SELECT * FROM asked ORDER BY ts DESC LIMIT $limit OFFSET $offset)
+        SELECT p.event_id, p.session_id, p.project, p.ts, p.prompt,
+            arg_min(r.results, r.ts) AS results, arg_min(r.given, r.ts)::VARCHAR AS given
+        FROM page p
+        LEFT JOIN retrievals r ON r.session_id = p.session_id AND r.ts >= p.ts
+            AND (p.next_ts IS NULL OR r.ts < p.next_ts)
+        GROUP BY ALL ORDER BY p.ts DESC
         """,
         project=project,
         limit=limit,
         offset=offset,
     )
+    ids = sorted({m for row in found for m in row["results"] or []})
+    texts = {
+        r["memory_id"]: r
+        for r in db.rows(
+            "SELECT memory_id, kind, text FROM memory_texts WHERE memory_id IN (SELECT unnest($ids::VARCHAR[]))",
+            ids=ids,
+        )
+    }
+    for row in found:
+        why = {g["memory_id"]: g for g in msgspec.json.decode(row.pop("given") or "[]")}
+        row["given"] = [
+            {"memory_id": m, **texts.get(m, {"kind": "?", "text": "(no longer in memory)"}), **why.get(m, {})}
+            for m in row["results"] or []
+        ]
+    return found
 
 
 def graph(
-    db: Projections, project: str | None, at: datetime | None, around: str | None, known_now: bool = False
+    db: Projections,
+    project: str | None,
+    at: datetime | None,
+    around: str | None,
+    known_now: bool = False,
+    nodes: int = GRAPH_NODES,
 ) -> Row:
     """Entities and the facts between them, as believed at `at` (None: now; `known_now`: what
     was true at `at` as known now): the GRAPH_NODES most connected, or, `around` an entity, it
@@ -221,8 +257,8 @@ def graph(
             ORDER BY degree DESC, e LIMIT $nodes
         )
         SELECT s.fact_id, s.source, s.target, s.relation, s.category, s.confidence, s.description,
-            CASE WHEN now_.expired_at IS NOT NULL THEN 'forgotten'
-                 WHEN now_.superseded_by IS NOT NULL THEN 'superseded'
+            CASE WHEN now_.superseded_by IS NOT NULL THEN 'superseded'
+                 WHEN now_.expired_at IS NOT NULL OR {_forgotten("now_")} THEN 'forgotten'
                  WHEN now_.invalid_at IS NOT NULL AND now_.invalid_at <= now() THEN 'ended'
                  ELSE 'holds' END AS now
         FROM scoped s JOIN facts now_ USING (fact_id)
@@ -232,10 +268,10 @@ def graph(
         project=project,
         at=at,
         around=around,
-        nodes=GRAPH_NODES,
+        nodes=min(max(nodes, 1), MOST_NODES),
     )
     ids = sorted({e["source"] for e in edges} | {e["target"] for e in edges})
-    nodes = db.rows(
+    found = db.rows(
         "SELECT entity_id AS id, name, type FROM entities WHERE entity_id IN (SELECT unnest($ids::VARCHAR[])) "
         "ORDER BY entity_id",
         ids=ids,
@@ -245,10 +281,10 @@ def graph(
         degree[e["source"]] = degree.get(e["source"], 0) + 1
         degree[e["target"]] = degree.get(e["target"], 0) + 1
     places = _laid_out(ids, edges)
-    for node in nodes:
+    for node in found:
         node["degree"] = degree.get(node["id"], 0)
         node["x"], node["y"] = places[node["id"]]
-    return {"nodes": nodes, "edges": edges}
+    return {"nodes": found, "edges": edges}
 
 
 def _laid_out(ids: list[str], edges: list[Row]) -> dict[str, tuple[float, float]]:
@@ -293,7 +329,7 @@ def entity(db: Projections, entity_id: str, project: str | None) -> Row | None:
         f"""
         SELECT f.fact_id, s.name AS source, f.relation, t.name AS target, f.description, f.confidence,
             f.valid_at, f.invalid_at, f.created_at, f.superseded_by, f.expired_at,
-            {current("f")} AS holds
+            {current("f")} AND NOT {_forgotten("f")} AS holds
         FROM facts f LEFT JOIN entities s ON s.entity_id = f.source LEFT JOIN entities t ON t.entity_id = f.target
         WHERE $id IN (f.source, f.target) AND {_IN_SCOPE}
         ORDER BY holds DESC, f.created_at DESC
@@ -401,3 +437,48 @@ def learned(db: Projections, project: str | None) -> Row:
             project=project,
         ),
     }
+
+
+CURVE_POINTS = 200  # moments a memory's strength curve is read at
+
+
+def strength(db: Projections, memory_id: str, now: datetime) -> Row | None:
+    """How strongly a memory came to mind over time, as recall weighs it (its base-level ACT-R
+    activation and FSRS retrievability: projections/recall/scoring.py) from when it was made to
+    `now`, read at CURVE_POINTS moments, and each time it was recalled or used; None: no
+    memory has the id."""
+    from projections.recall import scoring
+
+    # memory_texts hides what was forgotten: a forgotten fact or event is read from where it is kept
+    found = db.rows(
+        """
+        SELECT * FROM (
+            SELECT 1 AS rank, memory_id, kind, text, epoch(ts) AS made FROM memory_texts WHERE memory_id = $id
+            UNION ALL
+            SELECT 2, fact_id, 'fact', description, epoch(coalesce(valid_at, created_at)) FROM facts WHERE fact_id = $id
+            UNION ALL
+            SELECT 3, id, kind, coalesce(payload->>'text', payload->>'prompt', payload->>'last_assistant_message'),
+                epoch(ts)
+            FROM events WHERE id = $id
+        ) ORDER BY rank LIMIT 1
+        """,
+        id=memory_id,
+    )
+    if not found:
+        return None
+    memory = {k: v for k, v in found[0].items() if k != "rank"}
+    uses = db.rows(
+        "SELECT epoch(activated_at) AS at, cause FROM activation_log WHERE memory_id = $id ORDER BY activated_at",
+        id=memory_id,
+    )
+    moments = sorted([memory["made"], *(u["at"] for u in uses if u["cause"] not in ("used", "failed"))])
+    failed = [u["at"] for u in uses if u["cause"] == "failed"]
+    start, end = moments[0], max(now.timestamp(), moments[-1])
+    times = [start + (end - start) * i / (CURVE_POINTS - 1) for i in range(CURVE_POINTS)]
+    curve: dict[str, list[float | None]] = {"activation": [], "retrievability": []}
+    for at in times:
+        ages = [at - m for m in moments if m <= at]
+        curve["activation"].append(round(scoring.base_level(ages), 4) if ages else None)
+        stability = scoring.stability_days(ages, [at - f for f in failed if f <= at])
+        curve["retrievability"].append(round(scoring.retrievability(min(ages) / scoring.DAY_S, stability), 4))
+    return {**memory, "at": [round(t) for t in times], **curve, "uses": uses}

@@ -117,17 +117,49 @@ async function drawActivity() {
     {
       width: Math.max(box.clientWidth, 300),
       height: 220,
+      scales: { tools: {} },
       series: [
         {},
         { label: "prompts", stroke: "#2f5fb3", width: 2 },
-        { label: "tool uses", stroke: "#8a8f99", width: 1 },
+        { label: "tool uses", stroke: "#8a8f99", width: 1, scale: "tools" },
         { label: "facts learned", stroke: "#1f7a4d", width: 2 },
       ],
-      axes: [{}, {}],
+      axes: [{}, { label: "prompts, facts" }, { scale: "tools", side: 1, label: "tool uses", grid: { show: false } }],
     },
     [data.day, data.prompts, data.tools, data.facts],
     box,
   );
+}
+
+async function drawStrength() {
+  const box = document.getElementById("strength");
+  if (!box || typeof uPlot === "undefined") return;
+  const about = document.getElementById("strength-of");
+  let data;
+  try {
+    data = await getJson(box.dataset.source);
+  } catch (e) {
+    about.textContent = "no memory has that id";
+    box.dataset.ready = "none";
+    return;
+  }
+  about.textContent = `${data.kind}: ${data.text.slice(0, 200)} (recalled or used ${data.uses.length} times)`;
+  new uPlot(
+    {
+      width: Math.max(box.clientWidth, 300),
+      height: 220,
+      scales: { r: { range: [0, 1] } },
+      series: [
+        {},
+        { label: "activation", stroke: "#2f5fb3", width: 2 },
+        { label: "retrievability", stroke: "#d9822b", width: 2, scale: "r" },
+      ],
+      axes: [{}, { label: "activation" }, { scale: "r", side: 1, label: "retrievability", grid: { show: false } }],
+    },
+    [data.at, data.activation, data.retrievability],
+    box,
+  );
+  box.dataset.ready = "yes";
 }
 
 document.addEventListener("DOMContentLoaded", () => {
@@ -135,4 +167,5 @@ document.addEventListener("DOMContentLoaded", () => {
   if (scope) scope.addEventListener("change", () => scope.form.submit());
   followStack();
   drawActivity();
+  drawStrength();
 });

@@ -154,29 +154,17 @@ async function showEntity(id) {
   }
 }
 
-function tree(value) {
-  if (value === null || value === undefined) return el("span", "");
-  if (typeof value !== "object") return el("span", String(value));
-  const list = el("ul");
-  for (const [k, v] of Array.isArray(value) ? value.entries() : Object.entries(value)) {
-    if (v === null || (Array.isArray(v) && !v.length)) continue;
-    const item = el("li");
-    item.append(el("b", Array.isArray(value) ? "" : `${k}: `), tree(v));
-    list.append(item);
-  }
-  return list;
-}
-
 async function showWhy(factId) {
   panel.replaceChildren(el("p", "reading where it came from…", "hint"));
-  try {
-    const why = await getJson(withQuery(`/api/why/${encodeURIComponent(factId)}`, { project: scope() }));
-    const wrap = el("div", "", "why");
-    wrap.append(el("h3", "Why memory holds it"), tree(why));
-    panel.replaceChildren(wrap, forgetForm(factId));
-  } catch (err) {
-    panel.replaceChildren(el("p", `cannot tell: ${err.message}`, "error"));
+  const answer = await fetch(withQuery(`/why/${encodeURIComponent(factId)}`, { project: scope(), part: 1 }));
+  if (!answer.ok) {
+    panel.replaceChildren(el("p", `cannot tell: ${answer.status}`, "error"));
+    return;
   }
+  const part = new DOMParser().parseFromString(await answer.text(), "text/html").getElementById("why");
+  const forms = [forgetForm(factId)];
+  if (factId.startsWith("fact:")) forms.unshift(correctForm(factId, part.querySelector("h3").textContent));
+  panel.replaceChildren(document.importNode(part, true), ...forms);
 }
 
 function forgetForm(memoryId) {
@@ -190,6 +178,21 @@ function forgetForm(memoryId) {
   const go = el("button", "forget this fact");
   go.type = "submit";
   form.append(id, reason, go);
+  return form;
+}
+
+function correctForm(factId, said) {
+  const form = el("form", "", "action correct");
+  form.method = "post";
+  form.action = withQuery("/facts/correct", { project: scope(), back: location.pathname + location.search });
+  const id = el("input");
+  id.type = "hidden"; id.name = "fact_id"; id.value = factId;
+  const text = el("input");
+  text.name = "text"; text.value = said || ""; text.required = true; text.size = 40;
+  text.setAttribute("aria-label", "what holds instead");
+  const go = el("button", "correct it");
+  go.type = "submit";
+  form.append(text, id, go);
   return form;
 }
 
