@@ -18,7 +18,7 @@ from ingest.project import place_of
 from ingest.spool import SUFFIX
 from schemas import kinds
 from schemas.categories import Outcome, RememberedCategory, detect_category
-from schemas.observed import MemoryForgotten, MemoryRemembered
+from schemas.observed import MemoryForgotten, MemoryRemembered, PreferencePinned
 from schemas.settings import Settings
 
 if TYPE_CHECKING:
@@ -127,6 +127,26 @@ def correct(settings: Settings, wrong: str, text: str, *, source: str) -> Record
         )
         out.emit(kinds.FACT_SUPERSEDED, ended, project=old["project"], caused_by=caused_by, ts=now)
     return Recorded(event_id, out.went_to, old["project"])
+
+
+def pin(settings: Settings, preference_id: str, pinned: bool, *, source: str) -> Recorded:
+    """Record that the preference `preference_id` is pinned (every new session is told it first)
+    or unpinned. ValueError if no preference has that id."""
+    from projections.sql import connect
+
+    db = connect(settings, files=False)
+    try:
+        found = db.execute(
+            "SELECT project FROM preferences WHERE preference_id = $id", {"id": preference_id.strip()}
+        ).fetchall()
+    finally:
+        db.close()
+    if not found:
+        raise ValueError(f"no preference has the id {preference_id!r}")
+    payload = PreferencePinned(preference_id=preference_id.strip(), pinned=pinned)
+    with Emitter(_connect(settings), source, spool=settings) as out:
+        event_id = out.emit(kinds.PREFERENCE_PINNED, payload, project=found[0][0] or "")
+    return Recorded(event_id, out.went_to, found[0][0] or "")
 
 
 def _current_fact(settings: Settings, wanted: str) -> dict[str, Any]:

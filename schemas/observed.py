@@ -108,6 +108,14 @@ class MemoryForgotten(msgspec.Struct, kw_only=True):
     reason: str
 
 
+class PreferencePinned(msgspec.Struct, kw_only=True):
+    """The user pinned a preference (every new session is told it first, whatever its
+    strength), or unpinned it (`pinned` false: it is weighed as any other again)."""
+
+    preference_id: str
+    pinned: bool = True
+
+
 class MemoryRetrieved(msgspec.Struct, kw_only=True):
     """A recall and what it returned, in rank order; for the hook's, why each was given."""
 

@@ -113,6 +113,9 @@ def test_every_page_loads_clean_and_shows_what_sql_says(
     assert page.url.endswith(f"/sessions/{newest}")
     events = one(stack, f"SELECT count(*) FROM events WHERE session_id = '{newest}'")
     assert page.locator("#events tbody tr").count() == events > 10
+    failures = one(stack, f"SELECT count(*) FROM errors WHERE session_id = '{newest}'")
+    assert page.locator("#failures tbody tr").count() == failures > 0
+    assert page.locator("#fixes li").count() > 0  # what its errors taught: solved_by facts
     watched.screenshot("session")
 
     page.goto(dashboard.origin + "/prompts")

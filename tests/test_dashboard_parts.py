@@ -7,16 +7,23 @@ import hashlib
 import json
 import os
 import stat
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
+import msgspec
 import pytest
 
+from ingest.spool import spooled
 from reverie.dashboard.app import build
 from reverie.dashboard.guard import CSP, cookie_name, guarded
 from reverie.dashboard.server import url, wanted
 from reverie.loopback import Endpoint, keep, kept
+from reverie.testing import Folding, make_event
+from schemas import kinds
+from schemas.events import decode_event
+from schemas.memory import PreferenceCrystallized
 from schemas.settings import Settings
 
 VENDOR = Path(__file__).resolve().parents[1] / "reverie" / "dashboard" / "static" / "vendor"
@@ -216,3 +223,35 @@ def test_the_vendored_scripts_are_the_registrys_with_their_licences() -> None:
         assert entry["licence"] == "MIT" and "Permission is hereby granted" in licence
         listed |= {entry["file"], entry["licence_file"]}
     assert {p.name for p in VENDOR.iterdir()} == listed | {"MANIFEST.json"}
+
+
+def test_pinning_a_preference_is_an_event_with_source_dashboard(
+    app: Any, settings: Settings, folding: Folding
+) -> None:
+    at = datetime(2026, 11, 1, tzinfo=UTC)
+    preference = PreferenceCrystallized(
+        preference_id="p1", statement="Use pnpm, never npm", strength=0.6, evidence=3
+    )
+    folding.fold(
+        [
+            make_event(
+                kinds.PREFERENCE_CRYSTALLIZED, preference, id=f"01M9{1:022d}", ts=at, recorded_at=at,
+                project="/app", source="worker", caused_by=("01CAUSE",),
+            )
+        ]
+    )  # fmt: skip
+    learned = ask(app, "/learned?project=%2Fapp", headers=COOKIE)
+    assert b"Use pnpm, never npm" in learned.body and b">pin</button>" in learned.body
+    answer = ask(
+        app,
+        f"/preferences/pin?{urlencode({'project': '/app', 'back': '/learned?project=/app'})}",
+        method="POST",
+        headers={**COOKIE, "content-type": "application/x-www-form-urlencoded"},
+        body=b"preference_id=p1&pinned=yes",
+    )
+    assert answer.status == 303
+    assert "pinned: p1" in dict(parse_qsl(answer.headers["location"].partition("?")[2]))["said"]
+    [path] = spooled(settings.spool_dir, 0)  # no stack runs: the event waits in the spool
+    event = decode_event(Path(path).read_bytes())
+    assert (event.kind, event.source, event.project) == (kinds.PREFERENCE_PINNED, "dashboard", "/app")
+    assert msgspec.json.decode(event.payload) == {"preference_id": "p1", "pinned": True}

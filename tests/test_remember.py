@@ -277,6 +277,56 @@ def test_a_new_session_is_told_its_own_projects_decisions_and_those_that_hold_ev
     assert told.failures == ["pytest: fixture 'db' not found (3x)"]
 
 
+def test_a_pinned_preference_is_told_first_whatever_its_strength_until_unpinned(settings: Settings) -> None:
+    from projections.recall.memories import Memories
+    from schemas.memory import PreferenceCrystallized
+    from schemas.observed import PreferencePinned
+
+    at = datetime(2026, 11, 1, tzinfo=UTC)
+
+    rules = [
+        "Use pnpm, never npm", "Run ruff before committing", "Write tests with pytest", "Keep commits small",
+        "Prefer dataclasses to dicts", "Name branches after issues", "Squash merge pull requests",
+        "Document public functions", "Pin dependencies exactly", "Avoid global state in modules",
+        "Log with structlog", "Tabs are never used for indentation",
+    ]  # fmt: skip
+
+    def crystallized(n: int, strength: float) -> Event:
+        preference = PreferenceCrystallized(
+            preference_id=f"p{n}", statement=rules[n], strength=strength, evidence=3
+        )
+        return make_event(
+            kinds.PREFERENCE_CRYSTALLIZED, preference, id=f"01M9{n:022d}", ts=at, recorded_at=at,
+            project="/app", source="worker", caused_by=("01CAUSE",),
+        )  # fmt: skip
+
+    def pinned(n: int, pin: bool, later: int) -> Event:
+        when = at + timedelta(minutes=later)
+        payload = PreferencePinned(preference_id=f"p{n}", pinned=pin)
+        return make_event(
+            kinds.PREFERENCE_PINNED, payload, id=f"01N0{later:022d}", ts=when, recorded_at=when,
+            project="/app", source=kinds.SOURCE_DASHBOARD,
+        )  # fmt: skip
+
+    def told() -> list[str]:
+        memories = Memories(settings)
+        try:
+            return memories.continuity("/app", "new-session").preferences
+        finally:
+            memories.close()
+
+    folding = Folding(settings)
+    folding.fold([crystallized(n, 0.9 - n / 20) for n in range(12)])  # more than a session is told
+    weakest = rules[11]
+    assert len(told()) == 8 and not any(p.startswith(weakest) for p in told())
+    folding.fold([pinned(11, True, 1)])
+    assert told()[0].startswith(f"{weakest} (pinned, recurring: ")
+    assert len(told()) == 8
+    folding.fold([pinned(11, False, 2)])
+    assert not any(p.startswith(weakest) for p in told())
+    folding.close()
+
+
 def test_the_next_steps_an_agent_says_are_left() -> None:
     said = "Migrated the orders table.\n\n## Next steps\n- add the index\n2. run alembic check\n\nThat's all."
     assert next_steps(said) == ["add the index", "run alembic check"]

@@ -12,6 +12,9 @@ CREATE TABLE preferences (
     preference_id VARCHAR PRIMARY KEY, subject VARCHAR, statement VARCHAR, strength DOUBLE,
     evidence BIGINT, crystallized_at TIMESTAMPTZ, updated_by VARCHAR, project VARCHAR, scope VARCHAR
 );
+CREATE TABLE preference_pins (  -- the user's: pinned preferences are told every new session first
+    preference_id VARCHAR PRIMARY KEY, pinned BOOLEAN, ts TIMESTAMPTZ, source VARCHAR, updated_by VARCHAR
+);
 CREATE TABLE failures (
     failure_id VARCHAR PRIMARY KEY, signature VARCHAR, occurrences BIGINT, example VARCHAR,
     last_seen TIMESTAMPTZ, updated_by VARCHAR, project VARCHAR  -- where it recurs
@@ -44,6 +47,17 @@ FOLDS: list[tuple[str, str]] = [
             evidence = excluded.evidence, crystallized_at = excluded.crystallized_at, updated_by = excluded.updated_by,
             project = excluded.project, scope = excluded.scope
         WHERE excluded.updated_by > preferences.updated_by
+        """,
+    ),
+    (
+        "preference_pins",
+        f"""
+        INSERT INTO preference_pins
+        SELECT k, coalesce(TRY_CAST(payload->>'pinned' AS BOOLEAN), true), ts, source, id
+        FROM {latest(kinds.PREFERENCE_PINNED, "preference_id")}
+        ON CONFLICT (preference_id) DO UPDATE SET
+            pinned = excluded.pinned, ts = excluded.ts, source = excluded.source, updated_by = excluded.updated_by
+        WHERE excluded.updated_by > preference_pins.updated_by
         """,
     ),
     (

@@ -302,36 +302,38 @@ _CONTINUITY = {
 }
 
 
-# The preferences a new session is told: those that recurred (crystallized: strength s / (s + 2)
-# after s sessions), then the rules stated in fewer sessions, each with how many, at once (a rule
-# said once is a rule); the newest first, at most _PREFERENCES.
+# The preferences a new session is told: those the user pinned, then those that recurred
+# (crystallized: strength s / (s + 2) after s sessions), then the rules stated in fewer sessions,
+# each with how many, at once (a rule said once is a rule); the newest first, at most _PREFERENCES.
 _PREFERENCES = 8
 _PREFERRED = """
 SELECT statement, round(2 * strength / (1 - least(strength, 0.99)))::INT AS sessions, true AS recurring,
-    crystallized_at AS ts, strength
-FROM preferences WHERE project = $project OR scope = 'global'
+    crystallized_at AS ts, strength, coalesce(pin.pinned, false) AS pinned
+FROM preferences LEFT JOIN preference_pins pin USING (preference_id)
+WHERE project = $project OR scope = 'global'
 UNION ALL
-SELECT f.description, count(DISTINCT p.session_id), false, min(f.valid_at), 0.0
+SELECT f.description, count(DISTINCT p.session_id), false, min(f.valid_at), 0.0, false
 FROM facts_current f
 JOIN fact_history h USING (fact_id)
 JOIN provenance v ON v.event_id = h.event_id
 JOIN prompts p ON p.event_id = v.caused_by AND p.agent = 'main'
 WHERE f.relation = 'prefers' AND (f.project = $project OR f.scope = 'global')
 GROUP BY f.fact_id, f.description
-ORDER BY recurring DESC, strength DESC, ts DESC, statement
+ORDER BY pinned DESC, recurring DESC, strength DESC, ts DESC, statement
 """
 
 
-def _preferences(rows: list[tuple[str, int, bool, datetime | None, float]]) -> list[str]:
+def _preferences(rows: list[tuple[str, int, bool, datetime | None, float, bool]]) -> list[str]:
     """Each preference once, with how often it was said: a stated rule a recurring one says
     already is that one."""
     told: list[tuple[str, frozenset[str]]] = []
-    for statement, sessions, recurring, _, _ in rows:
+    for statement, sessions, recurring, _, _, pinned in rows:
         words = word_set(statement)
         if any(covered(words, other) >= _SAME_RULE for _, other in told):
             continue
         said = "stated once" if sessions <= 1 else f"stated in {sessions} sessions"
-        told.append((f"{statement} ({'recurring: ' if recurring else ''}{said})", words))
+        how = ("pinned, " if pinned else "") + ("recurring: " if recurring else "")
+        told.append((f"{statement} ({how}{said})", words))
     return [text for text, _ in told[:_PREFERENCES]]
 
 

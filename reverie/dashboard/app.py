@@ -1,10 +1,11 @@
 """The dashboard's pages, the JSON their scripts fetch, and the changes a user makes.
 
 Pages are read from the projections (reads.py) and rendered here; every page and every JSON
-answer is scoped to the project its URL names (`?project=`), every project without one. A change
-(forget, remember, correct a fact) is recorded by reverie/remembering.py, as `reverie forget`
-records a forgetting, with source `dashboard`; the page then says which event and where it went
-(the stream, or the spool while Redis is away), and the projector folds it like any other.
+answer is scoped to the project its URL names (`?project=`), every project without one. A
+change (forget, remember, correct a fact, pin a preference) is recorded by
+reverie/remembering.py, as `reverie forget` records a forgetting, with source `dashboard`; the
+page then says which event and where it went (the stream, or the spool while Redis is away),
+and the projector folds it like any other.
 """
 
 import contextlib
@@ -223,6 +224,22 @@ def build(settings: Settings) -> Starlette:
             said=f"corrected: {wrong} now superseded (event {done.event_id}, sent to the {done.went_to})",
         )
 
+    async def pin(request: Request) -> Response:
+        from reverie.remembering import pin as record_pin
+
+        form = await request.form()
+        preference_id, pinned = str(form.get("preference_id", "")), form.get("pinned") == "yes"
+        try:
+            done = await run_in_threadpool(
+                lambda: record_pin(settings, preference_id, pinned, source=SOURCE_DASHBOARD)
+            )
+        except (ValueError, OSError) as e:
+            return _back(request, error=str(e))
+        how = "pinned" if pinned else "unpinned"
+        return _back(
+            request, said=f"{how}: {preference_id} (event {done.event_id}, sent to the {done.went_to})"
+        )
+
     async def remember(request: Request) -> Response:
         from reverie.remembering import remember as record_memory
 
@@ -263,6 +280,7 @@ def build(settings: Settings) -> Starlette:
             Route("/memories/forget", forget, methods=["POST"]),
             Route("/memories/remember", remember, methods=["POST"]),
             Route("/facts/correct", correct, methods=["POST"]),
+            Route("/preferences/pin", pin, methods=["POST"]),
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
         ],
         lifespan=lifespan,

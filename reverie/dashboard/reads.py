@@ -3,6 +3,7 @@
 One DuckDB connection made by projections/sql.py (the views `reverie sql` has), attached again
 to the newest snapshot when the projector publishes one (3 ms), so a page reads what `reverie
 sql` would; queries take turns on it (one lock: DuckDB runs each on every core already).
+DuckDB is imported with the first page asked for: a dashboard nobody opens holds 45 MB, not 100.
 
 Every reader takes `project`: None reads every project, else that project's rows and what holds
 everywhere (a global fact, a global preference).
@@ -10,14 +11,15 @@ everywhere (a global fact, a global preference).
 
 import threading
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import duckdb
 import msgspec
 
 from projections.folds import current
-from projections.sql import connect, reattach, snapshot_identity
 from schemas.settings import Settings
+
+if TYPE_CHECKING:
+    import duckdb
 
 Row = dict[str, Any]
 
@@ -66,7 +68,9 @@ class Projections:
                 self._db.close()
                 self._db = None
 
-    def _fresh(self) -> duckdb.DuckDBPyConnection:
+    def _fresh(self) -> "duckdb.DuckDBPyConnection":
+        from projections.sql import connect, reattach, snapshot_identity
+
         identity = snapshot_identity(self.settings)
         if self._db is None or (self._seen is None and identity is not None):
             if self._db is not None:
@@ -167,13 +171,34 @@ def sessions(db: Projections, project: str | None, offset: int = 0, limit: int =
 
 
 def session(db: Projections, session_id: str) -> Row | None:
-    """One session: its row, its episode, its events in order, its tool failures."""
+    """One session: its row, its episode, its errors and what fixed them, its mood, its events
+    in order."""
     found = db.rows("SELECT * FROM sessions WHERE session_id = $id", id=session_id)
     if not found:
         return None
     row = found[0]
     row["episodes"] = db.rows(
         "SELECT title, summary, outcome, emotional_weight FROM episodes WHERE session_id = $id", id=session_id
+    )
+    row["failures"] = db.rows(
+        "SELECT ts, tool, error FROM errors WHERE session_id = $id ORDER BY ts LIMIT 200", id=session_id
+    )
+    # what the session taught about errors: the facts derived from its events
+    row["fixes"] = db.rows(
+        """
+        WITH mine AS (
+            SELECT event_id FROM tool_uses WHERE session_id = $id
+            UNION SELECT event_id FROM errors WHERE session_id = $id
+            UNION SELECT event_id FROM prompts WHERE session_id = $id
+        )
+        SELECT DISTINCT f.fact_id, f.relation, f.description
+        FROM provenance p JOIN mine m ON m.event_id = p.caused_by JOIN facts f ON f.fact_id = p.subject
+        WHERE f.relation IN ('solved_by', 'blocked_by', 'workaround_for') ORDER BY f.fact_id
+        """,
+        id=session_id,
+    )
+    row["mood"] = db.value(
+        "SELECT avg(sentiment) FROM signals WHERE session_id = $id AND signal = 'mood'", id=session_id
     )
     row["events"] = db.rows(
         """
@@ -403,8 +428,9 @@ def learned(db: Projections, project: str | None) -> Row:
     scoped = "$project IS NULL OR project = $project OR scope = 'global'"
     return {
         "preferences": db.rows(
-            f"SELECT preference_id, subject, statement, strength, evidence, crystallized_at, scope "
-            f"FROM preferences WHERE {scoped} ORDER BY strength DESC NULLS LAST LIMIT 200",
+            f"SELECT preference_id, subject, statement, strength, evidence, crystallized_at, scope, "
+            f"coalesce(pin.pinned, false) AS pinned FROM preferences LEFT JOIN preference_pins pin USING (preference_id) "
+            f"WHERE {scoped} ORDER BY pinned DESC, strength DESC NULLS LAST LIMIT 200",
             project=project,
         ),
         "failures": db.rows(

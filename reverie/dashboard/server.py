@@ -90,6 +90,9 @@ def serve(settings: Settings, port: int | None, open_it: bool, project: str | No
 
     from reverie.dashboard.app import build
     from reverie.dashboard.guard import guarded
+    from workers.logs import configure_logging
+
+    configure_logging(json=not sys.stderr.isatty())  # logs to stderr: stdout says where it is
 
     asked = wanted(settings, port, dict(os.environ))
     try:
@@ -102,7 +105,6 @@ def serve(settings: Settings, port: int | None, open_it: bool, project: str | No
     except OSError as e:  # a full disk: serve all the same; the URL printed here still works
         log.warning("dashboard.not_kept", error=str(e))
     address = url(endpoint, project)
-    log.info("dashboard.serving", url=endpoint.origin)
     print(f"dashboard: {address}", flush=True)
     if open_it:
         webbrowser.open(address)
