@@ -18,7 +18,7 @@ from ingest.project import place_of
 from ingest.spool import SUFFIX
 from schemas import kinds
 from schemas.categories import Outcome, RememberedCategory, detect_category
-from schemas.observed import MemoryForgotten, MemoryRemembered, PreferencePinned
+from schemas.observed import MemoryForgotten, MemoryRemembered, ObservationPromoted, PreferencePinned
 from schemas.settings import Settings
 
 if TYPE_CHECKING:
@@ -132,21 +132,36 @@ def correct(settings: Settings, wrong: str, text: str, *, source: str) -> Record
 def pin(settings: Settings, preference_id: str, pinned: bool, *, source: str) -> Recorded:
     """Record that the preference `preference_id` is pinned (every new session is told it first)
     or unpinned. ValueError if no preference has that id."""
+    project = _owner(settings, "SELECT project FROM preferences WHERE preference_id = $id", preference_id)
+    payload = PreferencePinned(preference_id=preference_id.strip(), pinned=pinned)
+    with Emitter(_connect(settings), source, spool=settings) as out:
+        event_id = out.emit(kinds.PREFERENCE_PINNED, payload, project=project)
+    return Recorded(event_id, out.went_to, project)
+
+
+def promote(settings: Settings, observation_id: str, promoted: bool, *, source: str) -> Recorded:
+    """Record that the observation `observation_id` is chosen for CLAUDE.md's memory section (or
+    no longer is). ValueError if no observation has that id."""
+    project = _owner(settings, "SELECT project FROM observations WHERE observation_id = $id", observation_id)
+    payload = ObservationPromoted(observation_id=observation_id.strip(), promoted=promoted)
+    with Emitter(_connect(settings), source, spool=settings) as out:
+        event_id = out.emit(kinds.OBSERVATION_PROMOTED, payload, project=project)
+    return Recorded(event_id, out.went_to, project)
+
+
+def _owner(settings: Settings, query: str, wanted: str) -> str:
+    """The project `query` (which reads one, for `$id`) says `wanted` belongs to; ValueError if
+    it reads none."""
     from projections.sql import connect
 
     db = connect(settings, files=False)
     try:
-        found = db.execute(
-            "SELECT project FROM preferences WHERE preference_id = $id", {"id": preference_id.strip()}
-        ).fetchall()
+        found = db.execute(query, {"id": wanted.strip()}).fetchall()
     finally:
         db.close()
     if not found:
-        raise ValueError(f"no preference has the id {preference_id!r}")
-    payload = PreferencePinned(preference_id=preference_id.strip(), pinned=pinned)
-    with Emitter(_connect(settings), source, spool=settings) as out:
-        event_id = out.emit(kinds.PREFERENCE_PINNED, payload, project=found[0][0] or "")
-    return Recorded(event_id, out.went_to, found[0][0] or "")
+        raise ValueError(f"nothing has the id {wanted!r}")
+    return str(found[0][0] or "")
 
 
 def _current_fact(settings: Settings, wanted: str) -> dict[str, Any]:

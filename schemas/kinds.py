@@ -17,6 +17,7 @@ MEMORY_REMEMBERED = "memory.remembered"
 MEMORY_RETRIEVED = "memory.retrieved"
 MEMORY_FORGOTTEN = "memory.forgotten"
 PREFERENCE_PINNED = "preference.pinned"
+OBSERVATION_PROMOTED = "observation.promoted"
 # a root path found to be (a worktree of) a project: what was recorded under the path moves there
 PROJECT_IDENTIFIED = "project.identified"
 

@@ -116,6 +116,14 @@ class PreferencePinned(msgspec.Struct, kw_only=True):
     pinned: bool = True
 
 
+class ObservationPromoted(msgspec.Struct, kw_only=True):
+    """The user chose an observation for CLAUDE.md's memory section (`promoted` false: took it
+    back); what writes the section reads the newest choice."""
+
+    observation_id: str
+    promoted: bool = True
+
+
 class MemoryRetrieved(msgspec.Struct, kw_only=True):
     """A recall and what it returned, in rank order; for the hook's, why each was given."""
 

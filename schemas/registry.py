@@ -67,6 +67,7 @@ KINDS: dict[str, Kind] = {
         _observed(kinds.MEMORY_RETRIEVED, observed.MemoryRetrieved, "dynamics"),
         _observed(kinds.MEMORY_FORGOTTEN, observed.MemoryForgotten, "dynamics"),
         _observed(kinds.PREFERENCE_PINNED, observed.PreferencePinned, "signals"),
+        _observed(kinds.OBSERVATION_PROMOTED, observed.ObservationPromoted, "facts"),
         _observed(kinds.PROJECT_IDENTIFIED, observed.ProjectIdentified, "sessions"),
         _derived(kinds.ENTITY_OBSERVED, memory.EntityObserved, "facts", "entity_id"),
         _derived(kinds.FACT_ASSERTED, memory.FactAsserted, "facts", "fact_id"),

@@ -23,7 +23,7 @@ from reverie.loopback import Endpoint, keep, kept
 from reverie.testing import Folding, make_event
 from schemas import kinds
 from schemas.events import decode_event
-from schemas.memory import PreferenceCrystallized
+from schemas.memory import ObservationFormed, PreferenceCrystallized
 from schemas.settings import Settings
 
 VENDOR = Path(__file__).resolve().parents[1] / "reverie" / "dashboard" / "static" / "vendor"
@@ -225,33 +225,60 @@ def test_the_vendored_scripts_are_the_registrys_with_their_licences() -> None:
     assert {p.name for p in VENDOR.iterdir()} == listed | {"MANIFEST.json"}
 
 
-def test_pinning_a_preference_is_an_event_with_source_dashboard(
-    app: Any, settings: Settings, folding: Folding
+RULE = "Use pnpm, never npm"
+
+
+@pytest.mark.parametrize(
+    ("kind", "made", "path", "form", "said", "chosen"),
+    [
+        (
+            kinds.PREFERENCE_CRYSTALLIZED,
+            PreferenceCrystallized(preference_id="p1", statement=RULE, strength=0.6, evidence=3),
+            "/preferences/pin", b"preference_id=p1&pinned=yes", "pinned: p1",
+            (kinds.PREFERENCE_PINNED, {"preference_id": "p1", "pinned": True}),
+        ),
+        (
+            kinds.OBSERVATION_FORMED,
+            ObservationFormed(observation_id="o1", statement=RULE, confidence=0.95),
+            "/observations/promote", b"observation_id=o1&promoted=yes", "chosen for CLAUDE.md",
+            (kinds.OBSERVATION_PROMOTED, {"observation_id": "o1", "promoted": True}),
+        ),
+    ],
+)  # fmt: skip
+def test_pinning_and_promoting_are_events_with_source_dashboard(
+    app: Any,
+    settings: Settings,
+    folding: Folding,
+    kind: str,
+    made: msgspec.Struct,
+    path: str,
+    form: bytes,
+    said: str,
+    chosen: tuple[str, dict[str, Any]],
 ) -> None:
     at = datetime(2026, 11, 1, tzinfo=UTC)
-    preference = PreferenceCrystallized(
-        preference_id="p1", statement="Use pnpm, never npm", strength=0.6, evidence=3
-    )
     folding.fold(
         [
             make_event(
-                kinds.PREFERENCE_CRYSTALLIZED, preference, id=f"01M9{1:022d}", ts=at, recorded_at=at,
-                project="/app", source="worker", caused_by=("01CAUSE",),
+                kind, made, id=f"01M9{1:022d}", ts=at, recorded_at=at, project="/app", source="worker",
+                caused_by=("01CAUSE",),
             )
         ]
     )  # fmt: skip
     learned = ask(app, "/learned?project=%2Fapp", headers=COOKIE)
-    assert b"Use pnpm, never npm" in learned.body and b">pin</button>" in learned.body
+    assert RULE.encode() in learned.body
     answer = ask(
         app,
-        f"/preferences/pin?{urlencode({'project': '/app', 'back': '/learned?project=/app'})}",
+        f"{path}?{urlencode({'project': '/app', 'back': '/learned?project=/app'})}",
         method="POST",
         headers={**COOKIE, "content-type": "application/x-www-form-urlencoded"},
-        body=b"preference_id=p1&pinned=yes",
+        body=form,
     )
     assert answer.status == 303
-    assert "pinned: p1" in dict(parse_qsl(answer.headers["location"].partition("?")[2]))["said"]
-    [path] = spooled(settings.spool_dir, 0)  # no stack runs: the event waits in the spool
-    event = decode_event(Path(path).read_bytes())
-    assert (event.kind, event.source, event.project) == (kinds.PREFERENCE_PINNED, "dashboard", "/app")
-    assert msgspec.json.decode(event.payload) == {"preference_id": "p1", "pinned": True}
+    assert said in dict(parse_qsl(answer.headers["location"].partition("?")[2]))["said"]
+    [spooled_at] = spooled(settings.spool_dir, 0)  # no stack runs: the event waits in the spool
+    event = decode_event(Path(spooled_at).read_bytes())
+    assert (event.kind, event.source, event.project) == (chosen[0], "dashboard", "/app")
+    assert msgspec.json.decode(event.payload) == chosen[1]
+    folding.fold([event])  # and the page shows it so
+    assert b"pinned" in ask(app, "/learned?project=%2Fapp", headers=COOKIE).body

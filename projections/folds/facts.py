@@ -121,6 +121,9 @@ CREATE TABLE observations (
     observation_id VARCHAR PRIMARY KEY, statement VARCHAR, about VARCHAR[], confidence DOUBLE,
     formed_at TIMESTAMPTZ, updated_by VARCHAR, project VARCHAR, scope VARCHAR
 );
+CREATE TABLE observation_promotions (  -- the user's: observations chosen for CLAUDE.md's section
+    observation_id VARCHAR PRIMARY KEY, promoted BOOLEAN, ts TIMESTAMPTZ, source VARCHAR, updated_by VARCHAR
+);
 """
 
 FOLDS: list[tuple[str, str]] = [
@@ -238,6 +241,17 @@ FOLDS: list[tuple[str, str]] = [
             confidence = excluded.confidence, formed_at = excluded.formed_at, updated_by = excluded.updated_by,
             project = excluded.project, scope = excluded.scope
         WHERE excluded.updated_by > observations.updated_by
+        """,
+    ),
+    (
+        "observation_promotions",
+        f"""
+        INSERT INTO observation_promotions
+        SELECT k, coalesce(TRY_CAST(payload->>'promoted' AS BOOLEAN), true), ts, source, id
+        FROM {latest(kinds.OBSERVATION_PROMOTED, "observation_id")}
+        ON CONFLICT (observation_id) DO UPDATE SET
+            promoted = excluded.promoted, ts = excluded.ts, source = excluded.source, updated_by = excluded.updated_by
+        WHERE excluded.updated_by > observation_promotions.updated_by
         """,
     ),
 ]

@@ -2,7 +2,7 @@
 
 Pages are read from the projections (reads.py) and rendered here; every page and every JSON
 answer is scoped to the project its URL names (`?project=`), every project without one. A
-change (forget, remember, correct a fact, pin a preference) is recorded by
+change (forget, remember, correct a fact, pin a preference, promote an observation) is recorded by
 reverie/remembering.py, as `reverie forget` records a forgetting, with source `dashboard`; the
 page then says which event and where it went (the stream, or the spool while Redis is away),
 and the projector folds it like any other.
@@ -240,6 +240,24 @@ def build(settings: Settings) -> Starlette:
             request, said=f"{how}: {preference_id} (event {done.event_id}, sent to the {done.went_to})"
         )
 
+    async def promote(request: Request) -> Response:
+        from reverie.remembering import promote as record_promotion
+
+        form = await request.form()
+        observation_id, promoted = str(form.get("observation_id", "")), form.get("promoted") == "yes"
+        try:
+            done = await run_in_threadpool(
+                lambda: record_promotion(settings, observation_id, promoted, source=SOURCE_DASHBOARD)
+            )
+        except (ValueError, OSError) as e:
+            return _back(request, error=str(e))
+        how = (
+            "chosen for CLAUDE.md's memory section" if promoted else "taken out of CLAUDE.md's memory section"
+        )
+        return _back(
+            request, said=f"{how}: {observation_id} (event {done.event_id}, sent to the {done.went_to})"
+        )
+
     async def remember(request: Request) -> Response:
         from reverie.remembering import remember as record_memory
 
@@ -281,6 +299,7 @@ def build(settings: Settings) -> Starlette:
             Route("/memories/remember", remember, methods=["POST"]),
             Route("/facts/correct", correct, methods=["POST"]),
             Route("/preferences/pin", pin, methods=["POST"]),
+            Route("/observations/promote", promote, methods=["POST"]),
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
         ],
         lifespan=lifespan,

@@ -203,8 +203,12 @@ def session(db: Projections, session_id: str) -> Row | None:
     row["events"] = db.rows(
         """
         SELECT id, kind, ts, source,
-            left(coalesce(payload->>'prompt', payload->>'tool_name', payload->>'last_assistant_message',
-                          payload->>'message', payload->>'reason', payload->>'query', ''), 300) AS said
+            left(coalesce(payload->>'prompt',
+                          payload->>'tool_name' || ': ' || coalesce(payload->'tool_input'->>'command',
+                              payload->'tool_input'->>'file_path', payload->'tool_input'->>'pattern',
+                              payload->'tool_input'->>'description', payload->'tool_input'->>'url', ''),
+                          payload->>'last_assistant_message', payload->>'message', payload->>'reason',
+                          payload->>'query', payload->>'text', ''), 300) AS said
         FROM events WHERE session_id = $id ORDER BY ts, id
         """,
         id=session_id,
@@ -446,8 +450,9 @@ def learned(db: Projections, project: str | None) -> Row:
             project=project,
         ),
         "observations": db.rows(
-            f"SELECT observation_id, statement, confidence, formed_at FROM observations WHERE {scoped} "
-            f"ORDER BY formed_at DESC LIMIT 200",
+            f"SELECT observation_id, statement, confidence, formed_at, coalesce(pro.promoted, false) AS promoted "
+            f"FROM observations LEFT JOIN observation_promotions pro USING (observation_id) WHERE {scoped} "
+            f"ORDER BY promoted DESC, formed_at DESC LIMIT 200",
             project=project,
         ),
         "communities": db.rows(
