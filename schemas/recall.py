@@ -131,8 +131,10 @@ class Recall(msgspec.Struct, frozen=True):
 
 class Preview(msgspec.Struct, frozen=True):
     """What the UserPromptSubmit hook would inject for a prompt now (`context`), each memory
-    given and why, and every candidate recall weighed (`recall`)."""
+    given and why, every candidate recall weighed (`recall`), and why each other was left out
+    (`left_out`, by memory id)."""
 
     context: str
     given: list[Given]
     recall: Recall
+    left_out: dict[str, str] = {}

@@ -218,3 +218,30 @@ def test_a_contrary_memory_is_not_taken_for_one_said_already() -> None:
         memory("b", "Don't squash commits before merging", score=0.8),
     ]
     assert [m.memory_id for m in chosen("should I squash commits before merging", found)] == ["a", "b"]
+
+
+def test_each_memory_says_why_it_was_given_or_left_out() -> None:
+    found = [
+        memory("q", "How long do the tail workers wait before they ingest?", kind="prompt", score=0.9),
+        memory("a", "tail workers debounce ingest by 500 ms", score=0.6, similarity=0.45),
+        memory("d", "the tail workers debounce ingest by 500 ms", score=0.5, similarity=0.44),
+        memory("far", "the project depends on ash 3.0", score=0.4, similarity=0.1),
+        memory("chat", "ingest it all today please", kind="message", score=0.3, similarity=0.05),
+    ]
+    shown, left = block.select_explained(
+        "how long do the tail workers wait before they ingest", found, QUERY, no_passages, rarity
+    )
+    assert [(m.memory_id, m.passed) for m in shown] == [
+        ("a", "the model puts it at 0.45 of the prompt, the floor being 0.2")
+    ]
+    assert left == {
+        "q": "a question asked before (the prompt's earlier copy, or a question), no answer",
+        "d": "what it says, one given before it said",
+        "far": "the model puts it at 0.10, below the floor 0.2",
+        "chat": "the model puts it at 0.05, below the floor 0.2",
+    }
+    nothing = [memory("x", "the project depends on ash 3.0", similarity=0.25)]
+    assert block.select_explained("explain python decorators", nothing, QUERY, no_passages, rarity) == (
+        [],
+        {"x": "nothing answers: the nearest is at 0.25, the block's floor 0.3"},
+    )

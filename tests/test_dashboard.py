@@ -331,6 +331,8 @@ def test_a_prompt_shows_what_it_was_given_and_why_and_the_playground_what_it_wou
     assert "phoenix" in previewed.lower()
     assert page.locator("#candidates tr.given").count() >= 1
     assert "the floor being" in page.locator("#candidates tr.given").first.inner_text()
+    left_out = page.locator("#candidates tbody tr:not(.given) td:last-child").all_inner_texts()
+    assert left_out and all(why.strip() for why in left_out)  # each says why it was not given
     watched.screenshot("prompts-playground")
 
     injected = prompted(settings, "dashboard-prompt-1", project, asked)

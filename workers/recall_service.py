@@ -124,7 +124,7 @@ class RecallService:
                     )
                 }
             if request.hook:
-                found, shown = self.recaller.injected(request, deadline)
+                found, shown, left = self.recaller.injected(request, deadline)
             else:
                 found = self.recaller.answer(asked, deadline)
         finally:
@@ -134,7 +134,7 @@ class RecallService:
             context = render.render(shown, render.budget(level, request.transcript_bytes))
             given = _given(found, shown)
             if request.preview:
-                return {"preview": Preview(context, given, found)}
+                return {"preview": Preview(context, given, found, left)}
             self._feed_back(request, request.prompt, [(m.memory_id, 1.0) for m in shown], given)
             return {"context": context}
         self._feed_back(request, found.prompt, [(r.memory_id, r.score) for r in found.results])

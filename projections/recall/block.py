@@ -110,17 +110,33 @@ def select(
     rarity: Rarity,
 ) -> list[Shown]:
     """The items to inject for `prompt` from recall's `found` (best first); [] for none."""
+    return select_explained(prompt, found, query, passages, rarity)[0]
+
+
+def select_explained(
+    prompt: str,
+    found: Sequence[Scored],
+    query: Vector,
+    passages: Passages,
+    rarity: Rarity,
+) -> tuple[list[Shown], dict[str, str]]:
+    """`select`, and why each of `found` it leaves out is left out, in words, by memory id."""
     asked = word_set(prompt)
     names = _names(prompt)
     long = [m.memory_id for m in found if len(m.text) > LONG]
     chunks = passages(long) if long else {}
-    ranked = _ranked([_nearest(m, chunks.get(m.memory_id, []), query) for m in found], names, asked)
+    left: dict[str, str] = {}
+    ranked = _ranked([_nearest(m, chunks.get(m.memory_id, []), query) for m in found], names, asked, left)
     said: frozenset[str] = frozenset()
     shown: list[Shown] = []
     for memory in ranked:
+        if len(shown) == MAX_ITEMS:
+            left[memory.memory_id] = f"the block holds {MAX_ITEMS} at most"
+            continue
         lines = _lines_of(memory, chunks.get(memory.memory_id, []), query, asked, rarity)
         fresh = [(i, line) for i, line in lines if covered(word_set(line), said) < SAID]
         if not fresh:
+            left[memory.memory_id] = "what it says, one given before it said"
             continue
         said |= word_set(" ".join(line for _, line in fresh))
         text = _joined(fresh)
@@ -128,21 +144,51 @@ def select(
         shown.append(
             Shown(memory.memory_id, memory.kind, text, memory.ts, memory.category, memory.memory_type, why)
         )
-        if len(shown) == MAX_ITEMS:
-            break
-    return shown
+    return shown, left
 
 
-def _ranked(found: Sequence[Scored], names: list[re.Pattern[str]], asked: frozenset[str]) -> list[Scored]:
+def _ranked(
+    found: Sequence[Scored], names: list[re.Pattern[str]], asked: frozenset[str], left: dict[str, str]
+) -> list[Scored]:
     """The memories that may answer, the distilled first; none if memory does not answer at
-    all (see the module's docstring, 1 to 3)."""
-    answers = [m for m in found if not asked_before(m.kind, m.text, asked)]
-    near = [m for m in answers if passed(m, names, asked)]
+    all (see the module's docstring, 1 to 3). Why each other is left out goes into `left`."""
+    answers = []
+    for m in found:
+        if asked_before(m.kind, m.text, asked):
+            left[m.memory_id] = (
+                "a question asked before (the prompt's earlier copy, or a question), no answer"
+            )
+        else:
+            answers.append(m)
+    near = []
+    for m in answers:
+        if passed(m, names, asked):
+            near.append(m)
+        else:
+            left[m.memory_id] = _not_near(m)
     if not any(m.similarity >= BLOCK_FLOOR or _holds(m, names) for m in near):
+        best = max((m.similarity for m in near), default=0.0)
+        left.update(
+            (m.memory_id, f"nothing answers: the nearest is at {best:.2f}, the block's floor {BLOCK_FLOOR}")
+            for m in near
+        )
         return []
     # a fact drawn from one turn stands for it (an LLM's fact names its batch's ends, not a turn)
     drawn = {m.derived_from[0] for m in near if m.kind == "fact" and len(m.derived_from) == 1}
-    return sorted((m for m in near if not (m.kind in RAW and m.memory_id in drawn)), key=_rank)
+    stood_for = {m.memory_id for m in near if m.kind in RAW and m.memory_id in drawn}
+    left.update((m, "a fact drawn from it stands for it") for m in stood_for)
+    return sorted((m for m in near if m.memory_id not in stood_for), key=_rank)
+
+
+def _not_near(memory: Scored) -> str:
+    """Why `memory` is not near enough the prompt (`passed` says None), in words."""
+    if memory.kind in REFLECTION:
+        return (
+            f"an opinion the model puts at {memory.similarity:.2f}, below an opinion's floor {OPINION_FLOOR}"
+        )
+    if memory.kind in RAW and memory.similarity >= ITEM_FLOOR:
+        return "a turn of chat sharing no word with the prompt (the model's nearness alone is not enough)"
+    return f"the model puts it at {memory.similarity:.2f}, below the floor {ITEM_FLOOR}"
 
 
 def _rank(memory: Scored) -> float:

@@ -273,16 +273,21 @@ class Recaller:
         [] when nothing in memory answers it."""
         return self.injected(request, deadline)[1]
 
-    def injected(self, request: RecallRequest, deadline: float | None = None) -> tuple[Recall, list[Shown]]:
-        """`injection`, and the recall it chose from (the candidates, each with its scores)."""
+    def injected(
+        self, request: RecallRequest, deadline: float | None = None
+    ) -> tuple[Recall, list[Shown], dict[str, str]]:
+        """`injection`, the recall it chose from (the candidates, each with its scores), and why
+        each candidate left out is."""
         wide = msgspec.structs.replace(
             request, limit=max(request.limit, _INJECTION_CANDIDATES), answers_only=True
         )
         found = self.answer(wide, deadline)
         _in_time(deadline)
         query = self.vector_of(found.queries[0].text)
-        shown = block.select(found.prompt, found.results, query, self.index.passages, self.index.rows.rarity)
-        return found, shown
+        shown, left = block.select_explained(
+            found.prompt, found.results, query, self.index.passages, self.index.rows.rarity
+        )
+        return found, shown, left
 
     def vector_of(self, text: str) -> Vector:
         """The model's vector of `text`; the last few asked for are kept (a recall and the block
