@@ -41,15 +41,8 @@ from schemas.memory import EntityObserved, EntityType, FactAsserted, FactSuperse
 from schemas.observed import AssistantStopped, PromptSubmitted, SessionStarted  # noqa: E402
 from schemas.ontology import Relation  # noqa: E402
 from schemas.settings import Settings  # noqa: E402
+from tests.support.browser import PAGES  # noqa: E402
 
-PAGES = {
-    "overview": ("/", "#activity .uplot"),
-    "graph": ("/graph", "#graph[data-ready=yes]"),
-    "prompts": ("/prompts", "#prompts"),
-    "sessions": ("/sessions", "table.sessions"),
-    "memory": ("/memory", "#quality"),
-    "learned": ("/learned", "#communities"),
-}
 PROJECTS = [f"github.com/bench/project-{i}" for i in range(5)]
 SESSIONS = 1000
 TYPES: list[EntityType] = [

@@ -6,17 +6,31 @@ A kept endpoint lives in a file that is this user's alone (0600, in the 0700 dat
 written whole): a token in a file others can read is no secret, so such a file is not read.
 
 Standard library and msgspec only: `reverie install` and `reverie status` read these without
-the web stack.
+the web stack (`serve` imports uvicorn when it runs).
 """
 
 import os
 import secrets
 import socket
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
 from urllib.parse import urlsplit
 
 import msgspec
 
 from schemas.disk.files import private_directory, write_durably
+
+# ASGI, as the servers' guards see it
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+App = Callable[[Scope, Receive, Send], Awaitable[None]]
+Headers = dict[bytes, list[bytes]]  # by lowercased name, each value the request gave
+# whether a request may reach the app; one it may not, it answers itself
+Check = Callable[[Scope, Headers, Send], Awaitable[bool]]
+
+_GRACE_S = 2  # seconds open requests have to end once a server stops
 
 LOOPBACK = "127.0.0.1"
 _LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
@@ -36,6 +50,23 @@ class Endpoint(msgspec.Struct, frozen=True):
         host = LOOPBACK if self.host in ("", "0.0.0.0") else self.host
         host = f"[{host}]" if ":" in host else host
         return f"http://{host}:{self.port}"
+
+
+def wanted(path: str, environ: dict[str, str], listen: str, token: str, port: int | None = None) -> Endpoint:
+    """Where a server should listen and the token it should ask for: the variables named
+    `listen` (host:port) and `token` if set, else loopback on `port`, else what the file `path`
+    keeps, else a port the system picks (0) and a new token. SystemExit for a listener off
+    loopback without a token."""
+    before = kept(path)
+    secret = environ.get(token) or (before.token if before else new_token())
+    where = environ.get(listen)
+    if where:
+        host, _, at = where.rpartition(":")
+        host = host.strip("[]") or LOOPBACK
+        if not environ.get(token) and not is_loopback(host):
+            raise SystemExit(f"{listen} off loopback needs {token}: nothing is served there without one")
+        return Endpoint(int(at), secret, host)
+    return Endpoint(port if port is not None else (before.port if before else 0), secret)
 
 
 def kept(path: str) -> Endpoint | None:
@@ -109,6 +140,37 @@ def _listening(host: str, port: int) -> socket.socket:
         listener.close()
         raise
     return listener
+
+
+def http_only(app: App, check: Check) -> App:
+    """`app` for the HTTP requests `check` lets through; lifespan events pass, a websocket is
+    closed."""
+
+    async def guard(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await app(scope, receive, send)
+            return
+        if scope["type"] != "http":
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        headers: Headers = {}
+        for name, value in scope["headers"]:
+            headers.setdefault(name.lower(), []).append(value)
+        if await check(scope, headers, send):
+            await app(scope, receive, send)
+
+    return guard
+
+
+def serve_on(listener: socket.socket, app: App) -> None:
+    """Serve `app` on `listener` until SIGINT or SIGTERM (uvicorn), open requests given _GRACE_S
+    to end."""
+    import uvicorn
+
+    config = uvicorn.Config(
+        app, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=_GRACE_S
+    )
+    uvicorn.Server(config).run(sockets=[listener])
 
 
 def from_loopback(hosts: list[bytes], origins: list[bytes]) -> bool:

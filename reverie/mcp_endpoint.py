@@ -18,7 +18,8 @@ Standard library and msgspec only: `reverie install` reads this without the MCP 
 
 import msgspec
 
-from reverie.loopback import LOOPBACK, Endpoint, is_loopback, kept, listens, new_token
+from reverie import loopback
+from reverie.loopback import Endpoint, kept, listens
 from schemas.settings import Settings
 
 PATH = "/mcp"
@@ -40,19 +41,9 @@ class Registered(msgspec.Struct, frozen=True):
 
 
 def wanted(settings: Settings, environ: dict[str, str]) -> Endpoint:
-    """Where the server should listen and the token it should ask for: REVERIE_MCP_LISTEN and
-    REVERIE_MCP_TOKEN if set, else what the data directory keeps, else loopback on a port the
-    system picks (0) and a new token. SystemExit for a listener off loopback without a token."""
-    before = kept(settings.mcp_file)
-    token = environ.get(TOKEN) or (before.token if before else new_token())
-    listen = environ.get(LISTEN)
-    if listen:
-        host, _, port = listen.rpartition(":")
-        host = host.strip("[]") or LOOPBACK
-        if not environ.get(TOKEN) and not is_loopback(host):
-            raise SystemExit(f"{LISTEN} off loopback needs {TOKEN}: MCP is not served there without one")
-        return Endpoint(int(port), token, host)
-    return Endpoint(before.port if before else 0, token)
+    """Where the server should listen and the token it should ask for (loopback.wanted):
+    REVERIE_MCP_LISTEN and REVERIE_MCP_TOKEN, else what the data directory keeps, else new."""
+    return loopback.wanted(settings.mcp_file, environ, LISTEN, TOKEN)
 
 
 def served(settings: Settings, environ: dict[str, str], timeout: float = 0.5) -> Registered | None:

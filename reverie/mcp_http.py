@@ -18,31 +18,33 @@ Its resident memory is the SDK's, uvicorn's and, once a tool has run, DuckDB's.
 
 import hmac
 import os
-from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
 
 import msgspec
 import structlog
 
-from reverie.loopback import LOOPBACK, bound, from_loopback, keep, kept
+from reverie.loopback import (
+    LOOPBACK,
+    App,
+    Headers,
+    Scope,
+    Send,
+    bound,
+    from_loopback,
+    http_only,
+    keep,
+    kept,
+    serve_on,
+)
 from reverie.mcp_endpoint import LISTEN, PATH, url, wanted
 from schemas.settings import Settings
 
 log = structlog.get_logger("reverie.mcp")
 
-Scope = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
-Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
-App = Callable[[Scope, Receive, Send], Awaitable[None]]
-
 _MAX_SESSIONS = 1000  # sessions of clients on the older, stateful protocol, kept in memory
-_GRACE_S = 2  # seconds open streams have to end once the stack stops
 
 
 def serve() -> int:
     """`reverie mcp --http`: listen (mcp_endpoint.wanted), record where, serve until SIGTERM."""
-    import uvicorn
-
     settings = Settings.from_env()
     environ = dict(os.environ)
     asked = wanted(settings, environ)
@@ -55,14 +57,7 @@ def serve() -> int:
         except OSError as e:  # a full disk, say: serve all the same; install finds it once written
             log.warning("mcp.not_kept", error=str(e))
     log.info("mcp.serving", url=url(endpoint))
-    config = uvicorn.Config(
-        guarded(_app(settings), endpoint.token),
-        log_level="warning",
-        access_log=False,
-        lifespan="on",
-        timeout_graceful_shutdown=_GRACE_S,
-    )
-    uvicorn.Server(config).run(sockets=[listener])
+    serve_on(listener, guarded(_app(settings), endpoint.token))
     return 0
 
 
@@ -81,24 +76,16 @@ def guarded(app: App, token: str) -> App:
     """`app` behind the checks of the module's docstring: loopback Host and Origin, then the token."""
     expected = f"Bearer {token}".encode()
 
-    async def guard(scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            await app(scope, receive, send)
-            return
-        if scope["type"] != "http":
-            await send({"type": "websocket.close", "code": 1008})
-            return
-        headers: dict[bytes, list[bytes]] = {}
-        for name, value in scope["headers"]:
-            headers.setdefault(name.lower(), []).append(value)
+    async def check(scope: Scope, headers: Headers, send: Send) -> bool:
         if not from_loopback(headers.get(b"host", []), headers.get(b"origin", [])):
             await refuse(send, 403, "only clients on this machine may ask (Host and Origin must be loopback)")
         elif not _holds(headers.get(b"authorization", []), expected):
             await refuse(send, 401, "no valid token: reverie install claude-code registers it")
         else:
-            await app(scope, receive, send)
+            return True
+        return False
 
-    return guard
+    return http_only(app, check)
 
 
 def _holds(presented: list[bytes], expected: bytes) -> bool:

@@ -15,6 +15,9 @@ from reverie.console import err, fail, out, progress_bar, warn_quarantined
 from schemas.settings import Settings
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from reverie.loopback import Endpoint
     from schemas.status import JobState, Quarantined, StackStatus
 
 
@@ -146,28 +149,43 @@ def stack_state(settings: Settings) -> "StackStatus":
 
 def _mcp_server(settings: Settings, stack_pid: int | None) -> str:
     """Where the stack's MCP server listens and whether it does (a loopback connect)."""
-    from reverie.loopback import kept, listens
     from reverie.mcp_endpoint import url
 
-    endpoint = kept(settings.mcp_file)
-    if stack_pid is None or endpoint is None or not endpoint.port:
-        return "not running (sessions start `reverie mcp` on stdio)"
-    if not listens(endpoint, timeout=0.2):
-        return f"{url(endpoint)} (NOT LISTENING: the stack restarts it; see its log)"
-    return f"{url(endpoint)} (listening)"
+    return _served(
+        settings.mcp_file, stack_pid, lambda e: f"{url(e)} (listening)", url,
+        "not running (sessions start `reverie mcp` on stdio)", "the stack restarts it; see its log",
+    )  # fmt: skip
 
 
 def _dashboard(settings: Settings, stack_pid: int | None) -> str:
     """The dashboard's URL (with its token) and whether it listens (a loopback connect)."""
     from reverie.dashboard.server import url
+
+    return _served(
+        settings.dashboard_file, stack_pid, url, lambda e: e.origin,
+        "not running (`reverie dashboard` serves it)", "the stack restarts it, unless up with --no-dashboard",
+    )  # fmt: skip
+
+
+def _served(
+    path: str,
+    stack_pid: int | None,
+    listening: "Callable[[Endpoint], str]",
+    where: "Callable[[Endpoint], str]",
+    idle: str,
+    restarts: str,
+) -> str:
+    """What `reverie status` says of a server of the stack whose endpoint the file `path`
+    keeps: `idle` when the stack is down or it never listened; where, when it does not listen;
+    `listening`'s words when it does."""
     from reverie.loopback import kept, listens
 
-    endpoint = kept(settings.dashboard_file)
+    endpoint = kept(path)
     if stack_pid is None or endpoint is None or not endpoint.port:
-        return "not running (`reverie dashboard` serves it)"
+        return idle
     if not listens(endpoint, timeout=0.2):
-        return f"{endpoint.origin} (NOT LISTENING: the stack restarts it, unless up with --no-dashboard)"
-    return url(endpoint)
+        return f"{where(endpoint)} (NOT LISTENING: {restarts})"
+    return listening(endpoint)
 
 
 def _asked_status(settings: Settings) -> "StackStatus | None":

@@ -21,7 +21,7 @@ from reverie.dashboard.server import running, url
 from reverie.loopback import Endpoint
 from schemas import kinds
 from schemas.settings import Settings
-from tests.support.browser import Watched, chromium
+from tests.support.browser import PAGES, Watched, chromium
 from tests.support.captures import TRANSCRIPTS
 from tests.support.processes import BIN, Stack, one_stack_per_module, wait_for
 from tests.support.settling import settled
@@ -29,16 +29,6 @@ from tests.support.settling import settled
 pytestmark = pytest.mark.integration
 
 home, env, settings, stack = one_stack_per_module()
-
-# each page, and what shows it has drawn what it fetches
-PAGES = {
-    "overview": ("/", "#activity .uplot"),
-    "graph": ("/graph", "#graph[data-ready=yes]"),
-    "prompts": ("/prompts", "#prompts"),
-    "sessions": ("/sessions", "table.sessions"),
-    "memory": ("/memory", "#quality"),
-    "learned": ("/learned", "#communities"),
-}
 
 
 @pytest.fixture(scope="module")

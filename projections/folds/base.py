@@ -21,6 +21,19 @@ def latest(kind: str, key: str, newest: str = "id DESC") -> str:
     )
 
 
+def newest_choice(table: str, kind: str, key: str, flag: str) -> str:
+    """SQL that folds the user's newest choice of each `key` (an event of `kind` whose boolean
+    `flag` says yes or no, yes when absent) into `table` (`key`, `flag`, ts, source, updated_by)."""
+    return f"""
+        INSERT INTO {table}
+        SELECT k, coalesce(TRY_CAST(payload->>'{flag}' AS BOOLEAN), true), ts, source, id
+        FROM {latest(kind, key)}
+        ON CONFLICT ({key}) DO UPDATE SET
+            {flag} = excluded.{flag}, ts = excluded.ts, source = excluded.source, updated_by = excluded.updated_by
+        WHERE excluded.updated_by > {table}.updated_by
+        """
+
+
 # a failed tool's answer, as text
 ERROR = "coalesce(payload->>'error', (payload->'error')::VARCHAR, '')"
 

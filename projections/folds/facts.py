@@ -1,7 +1,7 @@
 """What memory holds as statements: entities, bi-temporal facts and their history, what was
 asked to be remembered, opinions and observations."""
 
-from projections.folds.base import json_list, latest
+from projections.folds.base import json_list, latest, newest_choice
 from schemas import kinds
 from schemas.ontology import ALIASES, RELATIONS
 
@@ -245,14 +245,7 @@ FOLDS: list[tuple[str, str]] = [
     ),
     (
         "observation_promotions",
-        f"""
-        INSERT INTO observation_promotions
-        SELECT k, coalesce(TRY_CAST(payload->>'promoted' AS BOOLEAN), true), ts, source, id
-        FROM {latest(kinds.OBSERVATION_PROMOTED, "observation_id")}
-        ON CONFLICT (observation_id) DO UPDATE SET
-            promoted = excluded.promoted, ts = excluded.ts, source = excluded.source, updated_by = excluded.updated_by
-        WHERE excluded.updated_by > observation_promotions.updated_by
-        """,
+        newest_choice("observation_promotions", kinds.OBSERVATION_PROMOTED, "observation_id", "promoted"),
     ),
 ]
 

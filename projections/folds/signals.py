@@ -1,6 +1,6 @@
 """Signals read from behaviour, the preferences they crystallize into, and recurring failures."""
 
-from projections.folds.base import latest
+from projections.folds.base import latest, newest_choice
 from schemas import kinds
 
 TABLES = """
@@ -49,17 +49,7 @@ FOLDS: list[tuple[str, str]] = [
         WHERE excluded.updated_by > preferences.updated_by
         """,
     ),
-    (
-        "preference_pins",
-        f"""
-        INSERT INTO preference_pins
-        SELECT k, coalesce(TRY_CAST(payload->>'pinned' AS BOOLEAN), true), ts, source, id
-        FROM {latest(kinds.PREFERENCE_PINNED, "preference_id")}
-        ON CONFLICT (preference_id) DO UPDATE SET
-            pinned = excluded.pinned, ts = excluded.ts, source = excluded.source, updated_by = excluded.updated_by
-        WHERE excluded.updated_by > preference_pins.updated_by
-        """,
-    ),
+    ("preference_pins", newest_choice("preference_pins", kinds.PREFERENCE_PINNED, "preference_id", "pinned")),
     (
         "failures",
         f"""

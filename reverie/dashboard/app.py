@@ -9,7 +9,7 @@ and the projector folds it like any other.
 """
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from reverie import remembering
 from reverie.dashboard import reads
 from schemas.kinds import SOURCE_DASHBOARD
 from schemas.recall import Preview
@@ -38,6 +39,10 @@ PAGES = (
     ("memory", "/memory", "Memory"),
     ("learned", "/learned", "Learned"),
 )
+
+Handler = Callable[[Request], Awaitable[Response]]
+# records the user's yes or no about an id (reverie/remembering.py: pin, promote)
+Chooser = Callable[..., remembering.Recorded]
 
 _PREVIEW_WAIT_S = 10.0  # for the recall service's answer to the playground
 _SECTIONS = {"session": "sessions", "why": "graph"}  # a page under another's item in the menu
@@ -190,15 +195,13 @@ def build(settings: Settings) -> Starlette:
         return await page(request, "why", title=f"Why: {found.title[:40]}", why=found)
 
     async def forget(request: Request) -> Response:
-        from reverie.remembering import forget as record_forgetting
-
         form = await request.form()
         memory_id = str(form.get("memory_id", "")).strip()
         reason = str(form.get("reason", "")).strip() or "forgotten from the dashboard"
         project = _project(request) or await run_in_threadpool(reads.origin, db, memory_id)
         try:
             done = await run_in_threadpool(
-                lambda: record_forgetting(
+                lambda: remembering.forget(
                     settings, memory_id, reason, project=project or "", source=SOURCE_DASHBOARD
                 )
             )
@@ -209,13 +212,11 @@ def build(settings: Settings) -> Starlette:
         )
 
     async def correct(request: Request) -> Response:
-        from reverie.remembering import correct as record_correction
-
         form = await request.form()
         wrong, text = str(form.get("fact_id", "")), str(form.get("text", ""))
         try:
             done = await run_in_threadpool(
-                lambda: record_correction(settings, wrong, text, source=SOURCE_DASHBOARD)
+                lambda: remembering.correct(settings, wrong, text, source=SOURCE_DASHBOARD)
             )
         except (ValueError, OSError) as e:
             return _back(request, error=str(e))
@@ -224,43 +225,24 @@ def build(settings: Settings) -> Starlette:
             said=f"corrected: {wrong} now superseded (event {done.event_id}, sent to the {done.went_to})",
         )
 
-    async def pin(request: Request) -> Response:
-        from reverie.remembering import pin as record_pin
+    def choosing(record: Chooser, field: str, flag: str, yes: str, no: str) -> Handler:
+        """A form's handler that records the user's yes or no (`flag`) about the id in `field`."""
 
-        form = await request.form()
-        preference_id, pinned = str(form.get("preference_id", "")), form.get("pinned") == "yes"
-        try:
-            done = await run_in_threadpool(
-                lambda: record_pin(settings, preference_id, pinned, source=SOURCE_DASHBOARD)
-            )
-        except (ValueError, OSError) as e:
-            return _back(request, error=str(e))
-        how = "pinned" if pinned else "unpinned"
-        return _back(
-            request, said=f"{how}: {preference_id} (event {done.event_id}, sent to the {done.went_to})"
-        )
+        async def choose(request: Request) -> Response:
+            form = await request.form()
+            chosen_id, chosen = str(form.get(field, "")), form.get(flag) == "yes"
+            try:
+                done = await run_in_threadpool(
+                    lambda: record(settings, chosen_id, chosen, source=SOURCE_DASHBOARD)
+                )
+            except (ValueError, OSError) as e:
+                return _back(request, error=str(e))
+            said = f"{yes if chosen else no}: {chosen_id} (event {done.event_id}, sent to the {done.went_to})"
+            return _back(request, said=said)
 
-    async def promote(request: Request) -> Response:
-        from reverie.remembering import promote as record_promotion
-
-        form = await request.form()
-        observation_id, promoted = str(form.get("observation_id", "")), form.get("promoted") == "yes"
-        try:
-            done = await run_in_threadpool(
-                lambda: record_promotion(settings, observation_id, promoted, source=SOURCE_DASHBOARD)
-            )
-        except (ValueError, OSError) as e:
-            return _back(request, error=str(e))
-        how = (
-            "chosen for CLAUDE.md's memory section" if promoted else "taken out of CLAUDE.md's memory section"
-        )
-        return _back(
-            request, said=f"{how}: {observation_id} (event {done.event_id}, sent to the {done.went_to})"
-        )
+        return choose
 
     async def remember(request: Request) -> Response:
-        from reverie.remembering import remember as record_memory
-
         form = await request.form()
         text = str(form.get("text", ""))
         project = _project(request)
@@ -268,7 +250,7 @@ def build(settings: Settings) -> Starlette:
             return _back(request, error="pick a project first: a memory is remembered for one")
         try:
             done = await run_in_threadpool(
-                lambda: record_memory(settings, text, project=project, source=SOURCE_DASHBOARD)
+                lambda: remembering.remember(settings, text, project=project, source=SOURCE_DASHBOARD)
             )
         except (ValueError, OSError) as e:
             return _back(request, error=str(e))
@@ -298,8 +280,22 @@ def build(settings: Settings) -> Starlette:
             Route("/memories/forget", forget, methods=["POST"]),
             Route("/memories/remember", remember, methods=["POST"]),
             Route("/facts/correct", correct, methods=["POST"]),
-            Route("/preferences/pin", pin, methods=["POST"]),
-            Route("/observations/promote", promote, methods=["POST"]),
+            Route(
+                "/preferences/pin",
+                choosing(remembering.pin, "preference_id", "pinned", "pinned", "unpinned"),
+                methods=["POST"],
+            ),
+            Route(
+                "/observations/promote",
+                choosing(
+                    remembering.promote,
+                    "observation_id",
+                    "promoted",
+                    "chosen for CLAUDE.md's memory section",
+                    "taken out of CLAUDE.md's memory section",
+                ),
+                methods=["POST"],
+            ),
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
         ],
         lifespan=lifespan,

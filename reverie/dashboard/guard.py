@@ -15,17 +15,9 @@ address from other sites (no referrer beyond its own origin); nothing is cached.
 """
 
 import hmac
-from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
-from reverie.loopback import from_loopback
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-App = Callable[[Scope, Receive, Send], Awaitable[None]]
+from reverie.loopback import App, Headers, Message, Receive, Scope, Send, from_loopback, http_only
 
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; "
@@ -60,21 +52,11 @@ def guarded(app: App, token: str, port: int) -> App:
     """`app` behind the checks of the module's docstring, every answer with SECURITY_HEADERS."""
     cookie = cookie_name(port)
 
-    async def guard(scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            await app(scope, receive, send)
-            return
-        if scope["type"] != "http":
-            await send({"type": "websocket.close", "code": 1008})
-            return
-        headers: dict[bytes, list[bytes]] = {}
-        for name, value in scope["headers"]:
-            headers.setdefault(name.lower(), []).append(value)
-        send = _secured(send)
+    async def check(scope: Scope, headers: Headers, send: Send) -> bool:
         cross_site = headers.get(b"sec-fetch-site", [b""])[0] == b"cross-site"
         if cross_site or not from_loopback(headers.get(b"host", []), headers.get(b"origin", [])):
             await _refuse(send, 403, _REFUSED_ORIGIN)
-            return
+            return False
         query = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
         offered = [value for name, value in query if name == "token"]
         if offered:
@@ -83,13 +65,13 @@ def guarded(app: App, token: str, port: int) -> App:
                 await _admit(send, scope["path"] + (f"?{kept}" if kept else ""), cookie, token)
             else:
                 await _refuse(send, 401, _NO_TOKEN)
-            return
+            return False
         if not _holds(headers.get(b"cookie", []), cookie, token):
             await _refuse(send, 401, _NO_TOKEN)
-            return
-        await app(scope, receive, send)
+            return False
+        return True
 
-    return guard
+    return _secured(http_only(app, check))
 
 
 def _holds(cookies: list[bytes], name: str, token: str) -> bool:
@@ -104,18 +86,21 @@ def _holds(cookies: list[bytes], name: str, token: str) -> bool:
     return len(found) == 1 and hmac.compare_digest(found[0].encode(), token.encode())
 
 
-def _secured(send: Send) -> Send:
-    """`send`, with SECURITY_HEADERS (and no-store) added to the start of every answer."""
+def _secured(app: App) -> App:
+    """`app`, SECURITY_HEADERS (and no-store) added to the start of every answer it sends."""
 
-    async def secured(message: Message) -> None:
-        if message["type"] == "http.response.start":
-            headers = list(message.get("headers", []))
-            names = {name.lower() for name, _ in headers}
-            headers += [h for h in SECURITY_HEADERS if h[0] not in names]
-            if b"cache-control" not in names:
-                headers.append(_NOT_CACHED)
-            message = {**message, "headers": headers}
-        await send(message)
+    async def secured(scope: Scope, receive: Receive, send: Send) -> None:
+        async def with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                names = {name.lower() for name, _ in headers}
+                headers += [h for h in SECURITY_HEADERS if h[0] not in names]
+                if b"cache-control" not in names:
+                    headers.append(_NOT_CACHED)
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await app(scope, receive, with_headers)
 
     return secured
 

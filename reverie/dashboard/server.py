@@ -21,14 +21,14 @@ from urllib.parse import urlencode
 
 import structlog
 
-from reverie.loopback import LOOPBACK, Endpoint, bound, is_loopback, keep, kept, listens, new_token
+from reverie import loopback
+from reverie.loopback import Endpoint, bound, keep, kept, listens
 from schemas.settings import Settings
 
 log = structlog.get_logger("reverie.dashboard")
 
 LISTEN = "REVERIE_DASHBOARD_LISTEN"
 TOKEN = "REVERIE_DASHBOARD_TOKEN"
-_GRACE_S = 2  # seconds open requests have to end once it stops
 
 
 def url(endpoint: Endpoint, project: str | None = None) -> str:
@@ -66,28 +66,14 @@ def dashboard(port: int | None, open_it: bool, serve_here: bool) -> int:
 
 
 def wanted(settings: Settings, port: int | None, environ: dict[str, str]) -> Endpoint:
-    """Where to listen and the token to ask for: REVERIE_DASHBOARD_LISTEN and _TOKEN if set, else
-    loopback on `port`, else what the data directory keeps, else a port the system picks and a
-    new token. SystemExit for a listener off loopback without a token."""
-    before = kept(settings.dashboard_file)
-    token = environ.get(TOKEN) or (before.token if before else new_token())
-    listen = environ.get(LISTEN)
-    if listen:
-        host, _, listen_port = listen.rpartition(":")
-        host = host.strip("[]") or LOOPBACK
-        if not environ.get(TOKEN) and not is_loopback(host):
-            raise SystemExit(
-                f"{LISTEN} off loopback needs {TOKEN}: the dashboard is not served there without one"
-            )
-        return Endpoint(int(listen_port), token, host)
-    return Endpoint(port if port is not None else (before.port if before else 0), token)
+    """Where to listen and the token to ask for (loopback.wanted): REVERIE_DASHBOARD_LISTEN and
+    REVERIE_DASHBOARD_TOKEN, else loopback on `port`, else what the data directory keeps, else new."""
+    return loopback.wanted(settings.dashboard_file, environ, LISTEN, TOKEN, port)
 
 
 def serve(settings: Settings, port: int | None, open_it: bool, project: str | None) -> int:
     """Listen on loopback (`port`, else the kept one, else one the system picks), keep where
     and the token, print the URL, and serve until SIGINT or SIGTERM."""
-    import uvicorn
-
     from reverie.dashboard.app import build
     from reverie.dashboard.guard import guarded
     from workers.logs import configure_logging
@@ -98,7 +84,7 @@ def serve(settings: Settings, port: int | None, open_it: bool, project: str | No
     try:
         listener, endpoint = bound(asked, movable=port is None and not os.environ.get(LISTEN))
     except OSError as e:
-        print(f"reverie: cannot listen on {LOOPBACK}:{asked.port}: {e.strerror}", file=sys.stderr)
+        print(f"reverie: cannot listen on {asked.host}:{asked.port}: {e.strerror}", file=sys.stderr)
         return 1
     try:
         keep(settings.dashboard_file, endpoint)
@@ -108,12 +94,5 @@ def serve(settings: Settings, port: int | None, open_it: bool, project: str | No
     print(f"dashboard: {address}", flush=True)
     if open_it:
         webbrowser.open(address)
-    config = uvicorn.Config(
-        guarded(build(settings), endpoint.token, endpoint.port),
-        log_level="warning",
-        access_log=False,
-        lifespan="on",
-        timeout_graceful_shutdown=_GRACE_S,
-    )
-    uvicorn.Server(config).run(sockets=[listener])
+    loopback.serve_on(listener, guarded(build(settings), endpoint.token, endpoint.port))
     return 0

@@ -15,6 +15,15 @@ import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
 SCREENSHOTS = Path(__file__).resolve().parents[2] / ".cache" / "dashboard"
+# each page, and what shows it has drawn what it fetches
+PAGES = {
+    "overview": ("/", "#activity .uplot"),
+    "graph": ("/graph", "#graph[data-ready=yes]"),
+    "prompts": ("/prompts", "#prompts"),
+    "sessions": ("/sessions", "table.sessions"),
+    "memory": ("/memory", "#quality"),
+    "learned": ("/learned", "#communities"),
+}
 
 
 def chromium_path() -> str:

@@ -167,33 +167,33 @@ async function showWhy(factId) {
   panel.replaceChildren(document.importNode(part, true), ...forms);
 }
 
-function forgetForm(memoryId) {
-  const form = el("form", "", "action");
+// A form that posts to `path` (back here after), with `hidden` fields, `inputs` and a button.
+function postForm(path, hidden, inputs, label, cls) {
+  const form = el("form", "", `action ${cls}`);
   form.method = "post";
-  form.action = withQuery("/memories/forget", { project: scope(), back: location.pathname + location.search });
-  const id = el("input");
-  id.type = "hidden"; id.name = "memory_id"; id.value = memoryId;
-  const reason = el("input");
-  reason.name = "reason"; reason.placeholder = "why forget it";
-  const go = el("button", "forget this fact");
+  form.action = withQuery(path, { project: scope(), back: location.pathname + location.search });
+  for (const [name, value] of Object.entries(hidden)) {
+    const field = el("input");
+    field.type = "hidden"; field.name = name; field.value = value;
+    form.append(field);
+  }
+  const go = el("button", label);
   go.type = "submit";
-  form.append(id, reason, go);
+  form.append(...inputs, go);
   return form;
 }
 
+function forgetForm(memoryId) {
+  const reason = el("input");
+  reason.name = "reason"; reason.placeholder = "why forget it";
+  return postForm("/memories/forget", { memory_id: memoryId }, [reason], "forget this fact", "forget");
+}
+
 function correctForm(factId, said) {
-  const form = el("form", "", "action correct");
-  form.method = "post";
-  form.action = withQuery("/facts/correct", { project: scope(), back: location.pathname + location.search });
-  const id = el("input");
-  id.type = "hidden"; id.name = "fact_id"; id.value = factId;
   const text = el("input");
   text.name = "text"; text.value = said || ""; text.required = true; text.size = 40;
   text.setAttribute("aria-label", "what holds instead");
-  const go = el("button", "correct it");
-  go.type = "submit";
-  form.append(text, id, go);
-  return form;
+  return postForm("/facts/correct", { fact_id: factId }, [text], "correct it", "correct");
 }
 
 async function growAround(id) {
