@@ -33,7 +33,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
 from benchmarks.common import locomo_turns  # noqa: E402
-from reverie.dashboard.guard import cookie_name  # noqa: E402
+from reverie.dashboard.guard import cookie_name, cookie_value  # noqa: E402
 from reverie.testing import Folding, event_at  # noqa: E402
 from schemas import kinds  # noqa: E402
 from schemas.events import Event  # noqa: E402
@@ -164,7 +164,7 @@ def serve(settings: Settings) -> tuple[subprocess.Popen[str], str, int, str]:
 
 
 def server_times(port: int, token: str, runs: int) -> dict[str, dict[str, float]]:
-    cookie = {"Cookie": f"{cookie_name(port)}={token}"}
+    cookie = {"Cookie": f"{cookie_name(port)}={cookie_value(token)}"}
     found: dict[str, dict[str, float]] = {}
     for name, (path, _) in PAGES.items():
         paths = [

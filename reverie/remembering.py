@@ -102,8 +102,9 @@ def correct(settings: Settings, wrong: str, text: str, *, source: str) -> Record
     forgotten, the user's words its reason (the event the correction comes from); a fact asserted
     in those words about what the wrong one was about (its subject, relation, object, project and
     scope); and the wrong one superseded by it from now on. The last two are derived from the
-    forgetting and the wrong fact's newest event (so their ids sort after both). ValueError if no
-    current fact has that id, or `text` is empty."""
+    forgetting and the wrong fact's newest event: their ids are of the forgetting's time, after
+    every event of the wrong fact (a supersession sorting before the fact's newest assertion
+    would not end it). ValueError if no current fact has that id, or `text` is empty."""
     from datetime import UTC, datetime
 
     from schemas.memory import FactAsserted, FactSuperseded, fact_id

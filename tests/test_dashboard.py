@@ -16,7 +16,7 @@ import pytest
 from playwright.sync_api import Browser
 
 from ingest.injection import ask
-from reverie.dashboard.guard import cookie_name
+from reverie.dashboard.guard import cookie_name, cookie_value
 from reverie.dashboard.server import running, url
 from reverie.loopback import Endpoint
 from schemas import kinds
@@ -282,11 +282,13 @@ def test_without_the_token_or_from_elsewhere_the_real_server_refuses(dashboard: 
         connection.close()
         return answer.status
 
-    cookie = {"Cookie": f"{cookie_name(dashboard.port)}={dashboard.token}"}
+    cookie = {"Cookie": f"{cookie_name(dashboard.port)}={cookie_value(dashboard.token)}"}
     assert status("GET", cookie) == 200
     assert status("GET", {}) == 401
     assert status("GET", {**cookie, "Host": "rebound.example"}) == 403
     assert status("POST", {**cookie, "Origin": "http://evil.example"}) == 403
+    # another server on this machine's loopback is the same site to a browser, not the same origin
+    assert status("POST", {**cookie, "Origin": "http://127.0.0.1:1"}) == 403
 
 
 def prompted(settings: Settings, session: str, project: str, prompt: str) -> str:

@@ -17,7 +17,7 @@ import pytest
 
 from ingest.spool import spooled
 from reverie.dashboard.app import build
-from reverie.dashboard.guard import CSP, cookie_name, guarded
+from reverie.dashboard.guard import CSP, cookie_name, cookie_value, guarded
 from reverie.dashboard.server import url, wanted
 from reverie.loopback import Endpoint, keep, kept
 from reverie.testing import Folding, make_event
@@ -77,14 +77,16 @@ def app(settings: Settings) -> Any:
     return guarded(build(settings), TOKEN, PORT)
 
 
-COOKIE = {"cookie": f"{cookie_name(PORT)}={TOKEN}"}
+COOKIE = {"cookie": f"{cookie_name(PORT)}={cookie_value(TOKEN)}"}
 
 
 def test_the_token_in_the_url_is_traded_for_a_cookie_and_leaves_the_address(app: Any) -> None:
     first = ask(app, f"/graph?project=%2Fsrc%2Fapp&token={TOKEN}")
     assert first.status == 303
     assert first.headers["location"] == "/graph?project=%2Fsrc%2Fapp"  # the token gone, the rest kept
-    assert first.headers["set-cookie"] == f"{cookie_name(PORT)}={TOKEN}; Path=/; HttpOnly; SameSite=Strict"
+    held = cookie_value(TOKEN)
+    assert TOKEN not in held  # every port of 127.0.0.1 is sent the cookie: it must not carry the token
+    assert first.headers["set-cookie"] == f"{cookie_name(PORT)}={held}; Path=/; HttpOnly; SameSite=Strict"
     page = ask(app, "/graph?project=%2Fsrc%2Fapp", headers=COOKIE)
     assert page.status == 200 and b"Knowledge graph" in page.body
 
@@ -94,8 +96,9 @@ def test_the_token_in_the_url_is_traded_for_a_cookie_and_leaves_the_address(app:
     [
         {},  # neither token nor cookie
         {"cookie": f"{cookie_name(PORT)}=wrong"},
-        {"cookie": f"{cookie_name(PORT + 1)}={TOKEN}"},  # another port's dashboard's
-        {"cookie": f"{cookie_name(PORT)}={TOKEN}; {cookie_name(PORT)}=other"},
+        {"cookie": f"{cookie_name(PORT + 1)}={cookie_value(TOKEN)}"},  # another port's dashboard's
+        {"cookie": f"{cookie_name(PORT)}={cookie_value(TOKEN)}; {cookie_name(PORT)}=other"},
+        {"cookie": f"{cookie_name(PORT)}={TOKEN}"},  # the token itself is not the cookie's value
     ],
 )
 def test_without_the_token_nothing_is_shown(app: Any, headers: dict[str, str]) -> None:
@@ -115,6 +118,10 @@ def test_without_the_token_nothing_is_shown(app: Any, headers: dict[str, str]) -
         {"origin": "http://evil.example"},  # a page of another site
         {"origin": "null"},
         {"sec-fetch-site": "cross-site"},
+        # another server on loopback: the same site to a browser, which sends it the cookie
+        {"origin": "http://127.0.0.1:3000"},
+        {"origin": f"http://localhost:{PORT}"},  # another host name than the request's
+        {"sec-fetch-site": "same-site"},
     ],
 )
 def test_other_hosts_and_origins_are_refused_even_with_the_token(app: Any, headers: dict[str, str]) -> None:

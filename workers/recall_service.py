@@ -275,11 +275,11 @@ class RecallService:
 
 
 def _given(found: Recall, shown: list[Shown]) -> list[Given]:
-    """Why the hook gives each of `shown`: its scores in `found`, and what let it pass."""
+    """Why the hook gives each of `shown`: its scores in `found`, its cosine to the prompt (of its
+    nearest passage, as the block weighed it), and what let it pass."""
     scored = {m.memory_id: m for m in found.results}
     return [
-        Given(m.memory_id, scored[m.memory_id].score, scored[m.memory_id].similarity,
-              scored[m.memory_id].components, m.passed)
+        Given(m.memory_id, scored[m.memory_id].score, m.similarity, scored[m.memory_id].components, m.passed)
         for m in shown
         if m.memory_id in scored
     ]  # fmt: skip

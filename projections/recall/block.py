@@ -100,6 +100,7 @@ class Shown(msgspec.Struct, frozen=True):
     category: str | None = None
     memory_type: str | None = None
     passed: str = ""  # why it passed the floor (`passed`)
+    similarity: float = 0.0  # the model's cosine of the prompt and it (of its nearest passage)
 
 
 def select(
@@ -141,8 +142,11 @@ def select_explained(
         said |= word_set(" ".join(line for _, line in fresh))
         text = _joined(fresh)
         why = passed(memory, names, asked) or ""
+        near = memory.similarity
         shown.append(
-            Shown(memory.memory_id, memory.kind, text, memory.ts, memory.category, memory.memory_type, why)
+            Shown(
+                memory.memory_id, memory.kind, text, memory.ts, memory.category, memory.memory_type, why, near
+            )
         )
     return shown, left
 

@@ -145,7 +145,7 @@ def build(settings: Settings) -> Starlette:
         at = request.query_params.get("at")
         try:
             when = datetime.fromtimestamp(float(at), UTC) if at else None
-        except ValueError:
+        except (ValueError, OverflowError, OSError):
             return Json({"error": f"at: seconds since the epoch, not {at!r}"}, status_code=400)
         around = request.query_params.get("around") or None
         known_now = request.query_params.get("known") == "now"
@@ -315,6 +315,10 @@ def _preview(settings: Settings, prompt: str, project: str | None) -> dict[str, 
         return {"error": str(e)}
     if answer is None:
         return {"error": "the recall service does not answer: start the stack (reverie up)"}
+    if "preview" not in answer:  # a service of an earlier version, still running
+        return {
+            "error": "the recall service is older than this dashboard: restart the stack (reverie down, up)"
+        }
     preview = msgspec.json.decode(msgspec.json.encode(answer["preview"]), type=Preview)
     return {**msgspec.structs.asdict(preview), "given_by": {g.memory_id: g for g in preview.given}}
 

@@ -1,12 +1,16 @@
 """Who may ask the dashboard, and what every answer carries.
 
-A request is refused (403) unless its Host names loopback and its Origin, if it sends one, too:
-a web page that rebinds a name of its own to 127.0.0.1 sends that name, and a page of another
-site sends its own origin, so neither reaches memory (no DNS rebinding, no cross-site request).
+A request is refused (403) unless its Host names loopback, and unless it comes from the
+dashboard's own pages: its Origin, if it sends one, is exactly the dashboard's (scheme, host and
+port of its Host), and its Sec-Fetch-Site, if any, `same-origin` or `none` (typed or opened).
+A web page that rebinds a name of its own to 127.0.0.1 sends that name; a page of another site,
+or of another server on this machine's loopback (another port is the "same site" to a browser,
+which sends it the SameSite cookie), sends its own origin: none reaches memory.
 Then it must prove it holds the token, as Jupyter asks: the URL `reverie dashboard` prints
 carries it (`?token=`); the first visit trades it for a cookie (HttpOnly, SameSite=Strict, named
-for the port: cookies do not tell ports apart) and is sent on to the same page without it, so
-the token leaves the address bar and the history. Without either, 401 and a page that says
+for the port) and is sent on to the same page without it, so the token leaves the address bar
+and the history. The cookie holds a value derived from the token, not the token: a browser
+sends a cookie of 127.0.0.1 to every port there. Without either, 401 and a page that says
 where the URL is.
 
 Every answer carries a Content-Security-Policy that lets the page run and style nothing but the
@@ -14,8 +18,9 @@ dashboard's own files (no inline script, no other origin), keeps it out of frame
 address from other sites (no referrer beyond its own origin); nothing is cached.
 """
 
+import hashlib
 import hmac
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl, quote, urlencode
 
 from reverie.loopback import App, Headers, Message, Receive, Scope, Send, from_loopback, http_only
 
@@ -48,13 +53,17 @@ def cookie_name(port: int) -> str:
     return f"reverie-dashboard-{port}"
 
 
+def cookie_value(token: str) -> str:
+    """What the cookie holds: a value only the token's holder can make, not the token itself."""
+    return hmac.new(token.encode(), b"reverie-dashboard-cookie", hashlib.sha256).hexdigest()
+
+
 def guarded(app: App, token: str, port: int) -> App:
     """`app` behind the checks of the module's docstring, every answer with SECURITY_HEADERS."""
-    cookie = cookie_name(port)
+    cookie, held = cookie_name(port), cookie_value(token)
 
     async def check(scope: Scope, headers: Headers, send: Send) -> bool:
-        cross_site = headers.get(b"sec-fetch-site", [b""])[0] == b"cross-site"
-        if cross_site or not from_loopback(headers.get(b"host", []), headers.get(b"origin", [])):
+        if not _own(headers):
             await _refuse(send, 403, _REFUSED_ORIGIN)
             return False
         query = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
@@ -62,16 +71,27 @@ def guarded(app: App, token: str, port: int) -> App:
         if offered:
             if len(offered) == 1 and hmac.compare_digest(offered[0].encode(), token.encode()):
                 kept = urlencode([(n, v) for n, v in query if n != "token"])
-                await _admit(send, scope["path"] + (f"?{kept}" if kept else ""), cookie, token)
+                path = "/" + quote(scope["path"].lstrip("/"), safe="/")
+                await _admit(send, path + (f"?{kept}" if kept else ""), cookie, held)
             else:
                 await _refuse(send, 401, _NO_TOKEN)
             return False
-        if not _holds(headers.get(b"cookie", []), cookie, token):
+        if not _holds(headers.get(b"cookie", []), cookie, held):
             await _refuse(send, 401, _NO_TOKEN)
             return False
         return True
 
     return _secured(http_only(app, check))
+
+
+def _own(headers: Headers) -> bool:
+    """Whether a request comes from the dashboard's own pages on loopback (the module's docstring)."""
+    hosts, origins = headers.get(b"host", []), headers.get(b"origin", [])
+    if not from_loopback(hosts, origins):
+        return False
+    if origins and origins[0].decode("latin-1").strip() != f"http://{hosts[0].decode('latin-1').strip()}":
+        return False
+    return headers.get(b"sec-fetch-site", [b"same-origin"])[0] in (b"same-origin", b"none")
 
 
 def _holds(cookies: list[bytes], name: str, token: str) -> bool:
@@ -105,9 +125,9 @@ def _secured(app: App) -> App:
     return secured
 
 
-async def _admit(send: Send, location: str, cookie: str, token: str) -> None:
-    """Send the visitor on to `location`, holding the token's cookie from now on."""
-    set_cookie = f"{cookie}={token}; Path=/; HttpOnly; SameSite=Strict"
+async def _admit(send: Send, location: str, cookie: str, value: str) -> None:
+    """Send the visitor on to `location`, holding the cookie from now on."""
+    set_cookie = f"{cookie}={value}; Path=/; HttpOnly; SameSite=Strict"
     await send(
         {
             "type": "http.response.start",

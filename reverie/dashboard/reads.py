@@ -502,7 +502,10 @@ def strength(db: Projections, memory_id: str, now: datetime) -> Row | None:
         "SELECT epoch(activated_at) AS at, cause FROM activation_log WHERE memory_id = $id ORDER BY activated_at",
         id=memory_id,
     )
-    moments = sorted([memory["made"], *(u["at"] for u in uses if u["cause"] not in ("used", "failed"))])
+    made = [memory["made"]] if memory["made"] is not None else []
+    moments = sorted([*made, *(u["at"] for u in uses if u["cause"] not in ("used", "failed"))])
+    if not moments:
+        return {**memory, "at": [], "activation": [], "retrievability": [], "uses": uses}
     failed = [u["at"] for u in uses if u["cause"] == "failed"]
     start, end = moments[0], max(now.timestamp(), moments[-1])
     times = [start + (end - start) * i / (CURVE_POINTS - 1) for i in range(CURVE_POINTS)]

@@ -80,6 +80,9 @@ def serve(settings: Settings, port: int | None, open_it: bool, project: str | No
 
     configure_logging(json=not sys.stderr.isatty())  # logs to stderr: stdout says where it is
 
+    # where it listens is kept for `up`, `status` and the next start, unless it is one of its
+    # own (a --port, or beside the stack's, which keeps its own)
+    shared = port is None and running(settings) is None
     asked = wanted(settings, port, dict(os.environ))
     try:
         listener, endpoint = bound(asked, movable=port is None and not os.environ.get(LISTEN))
@@ -87,7 +90,8 @@ def serve(settings: Settings, port: int | None, open_it: bool, project: str | No
         print(f"reverie: cannot listen on {asked.host}:{asked.port}: {e.strerror}", file=sys.stderr)
         return 1
     try:
-        keep(settings.dashboard_file, endpoint)
+        if shared:
+            keep(settings.dashboard_file, endpoint)
     except OSError as e:  # a full disk: serve all the same; the URL printed here still works
         log.warning("dashboard.not_kept", error=str(e))
     address = url(endpoint, project)

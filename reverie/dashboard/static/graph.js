@@ -3,6 +3,7 @@
 // sigma.js (WebGL) on a graphology graph. The time slider asks for the graph as believed then.
 "use strict";
 
+const SMALL_GRAPH = 100; // entities
 const PALETTE = ["#2f5fb3", "#d9822b", "#1f7a4d", "#8e44ad", "#c0392b", "#16a085", "#7f8c8d", "#b7950b", "#5d6d7e", "#e84393"];
 const colours = new Map();
 function colourOf(key) {
@@ -89,6 +90,8 @@ function merge(data, replaceEdges, anchor) {
   }
   if (replaceEdges) graph.forEachNode((id) => { if (!graph.degree(id)) graph.dropNode(id); });
   graph.forEachNode((id) => graph.setNodeAttribute(id, "size", 3 + 2.2 * Math.sqrt(graph.degree(id) || 1)));
+  // a small graph names every entity; a large one its most connected, until zoomed in
+  renderer.setSetting("labelRenderedSizeThreshold", graph.order <= SMALL_GRAPH ? 0 : 7);
   const gone = graph.filterEdges((_, a) => a.now !== "holds").length;
   counts.textContent = `${graph.order} entities, ${graph.size} facts${gone ? `, ${gone} of them no longer held now` : ""}`;
   legend();
