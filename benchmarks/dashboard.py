@@ -2,8 +2,9 @@
 on the server and in a real browser, the knowledge graph's frame rate with 500 nodes, and the
 dashboard's resident memory.
 
-Builds a data directory once (kept in --home, reused after): 1,000 sessions of LoCoMo turns as
-prompts and the assistant's answers (N memories, each numbered so every text is distinct),
+Builds a data directory once (kept in --home, built again when the projections' schema changes):
+1,000 sessions of LoCoMo turns as prompts and the assistant's answers (N memories, each numbered
+so every text is distinct),
 M entities in five projects and 2 M facts between them (a tenth later superseded), folded by the
 real projector into a published snapshot. Then starts `reverie dashboard --serve` on it, as its
 own process, and times:
@@ -23,6 +24,7 @@ import http.client
 import json
 import os
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -33,6 +35,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
 from benchmarks.common import locomo_turns  # noqa: E402
+from projections.store import SCHEMA_VERSION  # noqa: E402
 from reverie.dashboard.guard import cookie_name, cookie_value  # noqa: E402
 from reverie.testing import Folding, event_at  # noqa: E402
 from schemas import kinds  # noqa: E402
@@ -62,11 +65,13 @@ BUILT = "dashboard-bench.json"
 def build(settings: Settings, memories: int, entities: int) -> None:
     """Fold the data directory's events (see the module's docstring), unless built already."""
     marker = os.path.join(settings.home, BUILT)
-    wanted = {"memories": memories, "entities": entities}
+    wanted = {"memories": memories, "entities": entities, "schema": SCHEMA_VERSION}
     if os.path.exists(marker):
         with open(marker) as f:
             if json.load(f) == wanted:
                 return
+    for built in (settings.event_log_dir, settings.projections_dir):  # an earlier build's
+        shutil.rmtree(built, ignore_errors=True)
     turns = locomo_turns()
     rng = random.Random(7)
     start = datetime(2026, 1, 1, tzinfo=UTC)
