@@ -92,9 +92,7 @@ def forget(settings: Settings, memory_id: str, reason: str, *, project: str, sou
         raise ValueError("which memory? give the id recall shows for it")
     _known_here(settings, memory_id, project)
     payload = MemoryForgotten(memory_id=memory_id, reason=reason.strip() or "no reason given")
-    with Emitter(_connect(settings), source, spool=settings) as out:
-        event_id = out.emit(kinds.MEMORY_FORGOTTEN, payload, project=project)
-    return Recorded(event_id, out.went_to, project)
+    return _recorded(settings, source, kinds.MEMORY_FORGOTTEN, payload, project)
 
 
 def correct(settings: Settings, wrong: str, text: str, *, source: str) -> Recorded:
@@ -133,57 +131,58 @@ def correct(settings: Settings, wrong: str, text: str, *, source: str) -> Record
 def pin(settings: Settings, preference_id: str, pinned: bool, *, source: str) -> Recorded:
     """Record that the preference `preference_id` is pinned (every new session is told it first)
     or unpinned. ValueError if no preference has that id."""
-    project = _owner(settings, "SELECT project FROM preferences WHERE preference_id = $id", preference_id)
+    found = _row(settings, "SELECT project FROM preferences WHERE preference_id = $id", preference_id)
+    if found is None:
+        raise ValueError(f"no preference has the id {preference_id!r}")
     payload = PreferencePinned(preference_id=preference_id.strip(), pinned=pinned)
-    with Emitter(_connect(settings), source, spool=settings) as out:
-        event_id = out.emit(kinds.PREFERENCE_PINNED, payload, project=project)
-    return Recorded(event_id, out.went_to, project)
+    return _recorded(settings, source, kinds.PREFERENCE_PINNED, payload, found["project"] or "")
 
 
 def promote(settings: Settings, observation_id: str, promoted: bool, *, source: str) -> Recorded:
     """Record that the observation `observation_id` is chosen for CLAUDE.md's memory section (or
     no longer is). ValueError if no observation has that id."""
-    project = _owner(settings, "SELECT project FROM observations WHERE observation_id = $id", observation_id)
+    found = _row(settings, "SELECT project FROM observations WHERE observation_id = $id", observation_id)
+    if found is None:
+        raise ValueError(f"no observation has the id {observation_id!r}")
     payload = ObservationPromoted(observation_id=observation_id.strip(), promoted=promoted)
+    return _recorded(settings, source, kinds.OBSERVATION_PROMOTED, payload, found["project"] or "")
+
+
+def _recorded(settings: Settings, source: str, kind: str, payload: msgspec.Struct, project: str) -> Recorded:
+    """One event of `kind` recorded, to the stream or the spool, and where it went."""
     with Emitter(_connect(settings), source, spool=settings) as out:
-        event_id = out.emit(kinds.OBSERVATION_PROMOTED, payload, project=project)
+        event_id = out.emit(kind, payload, project=project)
     return Recorded(event_id, out.went_to, project)
 
 
-def _owner(settings: Settings, query: str, wanted: str) -> str:
-    """The project `query` (which reads one, for `$id`) says `wanted` belongs to; ValueError if
-    it reads none."""
+def _row(settings: Settings, query: str, wanted: str) -> dict[str, Any] | None:
+    """The first row `query` reads, `$id` being `wanted`, in the newest snapshot, by column name;
+    None when it reads none."""
     from projections.sql import connect
 
     db = connect(settings, files=False)
     try:
-        found = db.execute(query, {"id": wanted.strip()}).fetchall()
+        cursor = db.execute(query, {"id": wanted.strip()})
+        columns = [d[0] for d in cursor.description or []]
+        found = cursor.fetchall()
     finally:
         db.close()
-    if not found:
-        raise ValueError(f"nothing has the id {wanted!r}")
-    return str(found[0][0] or "")
+    return dict(zip(columns, found[0], strict=True)) if found else None
 
 
 def _current_fact(settings: Settings, wanted: str) -> dict[str, Any]:
     """What the current fact `wanted` is about, as the newest snapshot has it; ValueError if none."""
     from projections.folds import current
-    from projections.sql import connect
 
-    db = connect(settings, files=False)
-    try:
-        cursor = db.execute(
-            "SELECT fact_id, source, relation, target, category, memory_type, network, scope, project, "
-            f"updated_by FROM facts WHERE fact_id = $id AND {current()}",
-            {"id": wanted.strip()},
-        )
-        columns = [d[0] for d in cursor.description or []]
-        found = cursor.fetchall()
-    finally:
-        db.close()
-    if not found:
+    found = _row(
+        settings,
+        "SELECT fact_id, source, relation, target, category, memory_type, network, scope, project, "
+        f"updated_by FROM facts WHERE fact_id = $id AND {current()}",
+        wanted,
+    )
+    if found is None:
         raise ValueError(f"no fact holds now with the id {wanted!r}: only a current fact can be corrected")
-    return dict(zip(columns, found[0], strict=True))
+    return found
 
 
 def _known_here(settings: Settings, memory_id: str, project: str) -> None:
