@@ -211,6 +211,8 @@ def status(as_json: bool) -> int:
     from rich.table import Table
 
     table = Table(show_header=False, box=None)
+    table.add_column(no_wrap=True)
+    table.add_column(overflow="fold")  # a URL, a path: folded whole, never cut (the dashboard's token)
     rows = [
         ("stack", f"running (pid {state.stack_pid})" if state.stack_pid else "not running (here)"),
         ("recall service", state.recall_service),
