@@ -37,6 +37,7 @@ import msgspec
 
 from ingest.envelope import Rejected, encode_event
 from ingest.spool import spool_event, xadd
+from schemas.events import Event, InvalidEvent, check_provenance, payload_of
 from schemas.ids import derived_event_id, id_time_ms, new_event_id
 from schemas.registry import KINDS
 from schemas.settings import Settings
@@ -134,6 +135,32 @@ def encode(
     return event_id, data
 
 
+def encode_kept(event: Event) -> bytes:
+    """The wire form of an event made elsewhere, everything it says kept (its payload redacted
+    and cut again, which leaves what was redacted and cut as it was); raises Rejected."""
+    try:
+        payload_of(event)
+        check_provenance(event.kind, event.caused_by)
+    except InvalidEvent as e:
+        raise Rejected(str(e)) from None
+    payload = msgspec.json.decode(event.payload)
+    if not isinstance(payload, dict):
+        raise Rejected(f"{event.kind} payload: expected an object")
+    return encode_event(
+        event.kind,
+        payload,
+        event_id=event.id,
+        ts=_iso(event.ts),
+        recorded_at=_iso(event.recorded_at),
+        project=event.project,
+        source=event.source,
+        caused_by=list(event.caused_by),
+        session_id=event.session_id,
+        agent=event.agent,
+        v=event.v,
+    )
+
+
 def pipelined(client: redis.Redis) -> Callable[[list[Command]], list[object]]:
     """How `client` runs commands in one round trip, as ingest/spool.py's `append_durably` asks."""
 
@@ -224,6 +251,14 @@ class Emitter:
         if len(self.queued) >= self.batch:
             self.flush()
         return event_id
+
+    def keep(self, event: Event) -> str:
+        """Queue an event made elsewhere, as it is (`encode_kept`: not under this emitter's
+        source or worker); its id. Raises Rejected if it is not a valid event."""
+        self.queued.append((event.id, encode_kept(event)))
+        if len(self.queued) >= self.batch:
+            self.flush()
+        return event.id
 
     def flush(self) -> int:
         """Send what is queued (to the stream, or to the spool); how many."""

@@ -59,12 +59,14 @@ def encode_event(
     caused_by: list[str] | None = None,
     session_id: str | None = None,
     agent: str | None = None,
+    v: int = SCHEMA_VERSION,
 ) -> bytes:
     """The event as JSON bytes: secrets redacted, oversized strings, nesting and lists cut, at
     most EVENT_LIMIT. Costs the values kept, whatever the payload's size and shape.
 
     The session and the agent are the payload's (`session_id`, `agent_id`, as a hook sends
-    them) unless given."""
+    them) unless given; `v` is this reverie's schema version unless the event was made by
+    another (an export's, carried here whole)."""
     session_id = session_id or payload.get("session_id")
     agent = agent or payload.get("agent_id")
     envelope = {
@@ -77,7 +79,7 @@ def encode_event(
         "session_id": session_id[:ID_LIMIT] if isinstance(session_id, str) else None,
         "agent": agent[:ID_LIMIT] if isinstance(agent, str) and agent else "main",
         "source": source,
-        "v": SCHEMA_VERSION,
+        "v": v,
         # Shape first: nesting past MAX_DEPTH, and values past what an event can hold, are
         # cut, so redaction walks only what is kept, on a stack no deeper than MAX_DEPTH. It
         # cuts each string before redacting it (megabytes of tool output would cost the agent

@@ -119,6 +119,19 @@ memories AS (
     SELECT preference_id, 'preference', CASE WHEN scope <> 'global' THEN project END, NULL, crystallized_at,
         statement, project
     FROM preferences
+    UNION ALL
+    -- Claude Code's own memory files as their newest reading has them (a user's file once, for
+    -- every project), labelled: what recall shows of them, never what the hooks inject
+    SELECT event_id, 'claude-memory', CASE WHEN scope <> 'global' THEN project END, NULL, ts,
+        'From Claude Code''s memory (' || concat_ws(', ', regexp_extract(coalesce(path, ''), '[^/\\]*$'),
+            nullif(heading, '')) || '): ' || text,
+        project
+    FROM (
+        SELECT *, max(ts) OVER file AS newest, arg_max(digest, event_id) OVER file AS newest_digest
+        FROM claude_memories
+        WINDOW file AS (PARTITION BY CASE WHEN scope = 'global' THEN NULL ELSE project END, path)
+    )
+    WHERE text <> '' AND coalesce(ts = newest AND digest = newest_digest, ts IS NULL)
 )
 SELECT * FROM memories m
 WHERE regexp_matches(text, '\S')

@@ -6,6 +6,7 @@ import time
 import redis
 from rq import Queue
 
+from ingest.claude_memory import Place
 from ingest.dead_letters import write_dead_letter
 from ingest.emit import Emitter, Rejected
 from ingest.project import ROOT_FIELD, first_sight, mark
@@ -13,9 +14,11 @@ from ingest.transcripts import BadLine, Places, find_transcripts, read_transcrip
 from projections.event_log import EventLog
 from projections.sql import connect as sql_connect
 from projections.sql import query
+from reverie.background_import import Tracker
 from reverie.console import fail, out, print_rows, progress_bar, warn_quarantined
 from schemas.kinds import PROJECT_IDENTIFIED, SOURCE_IMPORT
 from schemas.settings import QUEUE, Settings
+from workers.claude_memory import import_places
 from workers.redis_client import connect
 from workers.status import stack_status
 from workers.thinking import runner
@@ -45,6 +48,7 @@ def import_transcripts(paths: list[str], wait: bool = True) -> int:
     imported: set[str] = set()  # the sessions this import brought events of
     places: Places = {}  # where each session began, across its transcripts
     worktrees: dict[str, str] = {}  # each worktree root the events name, and its project
+    tracker = Tracker(settings, len(files))  # for `reverie status`
     with progress_bar() as progress, Emitter(client, SOURCE_IMPORT) as emitter:
         task = progress.add_task("reading transcripts", total=len(files))
         for path in files:
@@ -72,14 +76,20 @@ def import_transcripts(paths: list[str], wait: bool = True) -> int:
                     write_dead_letter(settings.dead_letter_dir, "import", reason, repr(item.payload).encode())
             emitter.flush()
             progress.advance(task)
+            tracker.advance(seen, emitter.sent)
         identified = _identify(settings, emitter, worktrees)
     sent = emitter.sent - identified
+    tracker.finish(seen, sent)
     out.print(
         f"{len(files)} transcripts: {seen} events, {sent} new, {seen - sent - skipped} already in the log"
         + (f", {skipped} from sessions the hooks recorded live" if skipped else "")
         + (f", {bad} unreadable lines kept as dead letters" if bad else "")
     )
-    if wait and emitter.sent and not _wait_until_archived(settings, emitter.sent):
+    # Claude Code's own memory files (CLAUDE.md, rules, auto memory) of the worktrees on this disk
+    here = [Place(project, root) for root, project in sorted(worktrees.items()) if os.path.isdir(root)]
+    if read := import_places(settings, here, client):
+        out.print(f"{read} sections of Claude Code's memory files read anew")
+    if wait and emitter.sent + read and not _wait_until_archived(settings, emitter.sent + read):
         return fail("the dispatcher has not archived everything yet; see `reverie status`")
     queue = Queue(QUEUE, connection=client)  # a transcript is a finished session: its episode
     for session_id in sorted(imported - {""}):

@@ -9,10 +9,11 @@ session, so the plugin always points at the reverie installed now: an upgrade th
 leaves no hook behind pointing at a path that is gone.
 
 The plugin holds what `reverie install claude-code` writes (a hook entry per event, the MCP
-server), and the slash commands `/reverie:remember` and `/reverie:recall` shipped in
-reverie/plugin/commands. As install does, the marketplace keeps the secrets it is given in the
-data directory's connection file, never in a command (reverie/installing/connection.py: `placement`); the
-file is recorded for the plugin, so uninstalling a scope leaves it.
+server), and the slash commands `/reverie:remember`, `/reverie:recall`, `/reverie:stash` and
+`/reverie:curate` shipped in reverie/plugin/commands. As install does, the marketplace keeps
+the secrets it is given in the data directory's connection file, never in a command
+(reverie/installing/connection.py: `placement`); the file is recorded for the plugin, so
+uninstalling a scope leaves it.
 """
 
 import hashlib

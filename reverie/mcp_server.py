@@ -1,6 +1,6 @@
 """reverie's MCP tools, and the server that holds them, for Claude Code.
 
-Six tools, each answered for one project (memories that hold everywhere included; no other
+Eight tools, each answered for one project (memories that hold everywhere included; no other
 project's):
 
 - memory_recall: the memories that matter for a query, tagged by where they were found;
@@ -10,7 +10,11 @@ project's):
   against it (the follower reflect, workers/dynamics/follow.py), recorded and revised as evidence changes;
 - memory_timeline: everything that happened to an entity, in time order;
 - memory_forget: hide a memory from recall (an event: nothing is deleted);
-- memory_why: where a fact, an entity or an episode comes from, down to the transcript's line.
+- memory_why: where a fact, an entity or an episode comes from, down to the transcript's line;
+- memory_stash: keep where the session stands (goal, decisions, open threads, next steps) in
+  .claude/stash/NAME.md and as an event;
+- memory_curate: write what reverie trusts into CLAUDE.md's memory section (and
+  .claude/memory/), which Claude Code loads every session.
 
 Two ways serve them. `reverie mcp` (reverie/mcp_stdio.py) is a session's own process on stdio:
 its project is the folder Claude Code starts it in. `reverie mcp --http` (reverie/mcp_http.py)
@@ -55,6 +59,7 @@ _TAGS = {
     "session": "SESSION",
 }
 DEFAULT_BUDGET = 4000
+_FOLDED_WITHIN = 15.0  # seconds memory_curate waits for an event just recorded to be folded
 
 
 class Place(NamedTuple):
@@ -133,6 +138,8 @@ def build(settings: Settings, where: Where, warm_only: bool = False) -> MCPServe
         _timeline_tool(settings, where),
         _forget_tool(settings, where),
         _why_tool(settings, where),
+        _stash_tool(settings, where),
+        _curate_tool(settings, where),
     ):
         server.add_tool(tool)
     return server
@@ -273,6 +280,67 @@ def _why_tool(settings: Settings, where: Where) -> Callable[..., str]:
         return msgspec.json.encode(answer).decode()
 
     return memory_why
+
+
+def _stash_tool(settings: Settings, where: Where) -> Callable[..., str]:
+    def memory_stash(
+        place: Annotated[Place, Resolve(where)],
+        name: Annotated[
+            str | None,
+            Field(description="the stash's name: letters, digits, '.', '_', '-' (default: the day)"),
+        ] = None,
+    ) -> str:
+        """Keep where this session stands (its goal, the decisions, open threads, next steps and
+        files, read from its events) in .claude/stash/NAME.md and as an event; the file's text."""
+        from projections.sql import NoSnapshot
+        from reverie.stashing import stash
+
+        root = _root(place)
+        try:
+            done = stash(settings, place.project, root, name, None, kinds.SOURCE_MCP)
+        except (ValueError, NoSnapshot) as e:
+            raise ToolError(str(e)) from None
+        with open(done.path, encoding="utf-8") as written:
+            return f"Stashed in {done.path} (event {done.event_id}):\n\n{written.read()}"
+
+    return memory_stash
+
+
+def _curate_tool(settings: Settings, where: Where) -> Callable[..., str]:
+    def memory_curate(
+        place: Annotated[Place, Resolve(where)],
+        dry_run: Annotated[bool, Field(description="true: say what would change, write nothing")] = False,
+        after: Annotated[
+            str | None, Field(description="an event id just recorded (memory_remember's): wait for it first")
+        ] = None,
+    ) -> str:
+        """Write what reverie trusts about this project (facts, preferences, recent episodes) into
+        the memory section of its CLAUDE.md, between <!-- MEMORY:START --> and <!-- MEMORY:END -->,
+        and .claude/memory/; nothing outside the markers changes. The section's text."""
+        from ingest.claude_md import MemoryBlockError
+        from projections.curation import render
+        from projections.sql import NoSnapshot
+        from reverie.curating import curate, holds_event
+
+        root = _root(place)
+        if after and not holds_event(settings, after, timeout=_FOLDED_WITHIN):
+            raise ToolError(f"{after} is not in memory yet (is the stack running?): try again in a moment")
+        try:
+            done = curate(settings, place.project, root, dry_run)
+        except (MemoryBlockError, NoSnapshot) as e:
+            raise ToolError(str(e)) from None
+        verb = "Would change" if dry_run else "Wrote"
+        said = f"{verb} {', '.join(done.changed)}" if done.changed else "Nothing to change: up to date"
+        return f"{said}.\n\n{render(done.section)}"
+
+    return memory_curate
+
+
+def _root(place: Place) -> str:
+    """The folder a tool writes the project's files in: its worktree root."""
+    if place.root is None:
+        raise ToolError("which folder? this project's root is not known on this machine")
+    return place.root
 
 
 def _by_alias(tool: Callable[..., str]) -> Callable[..., str]:

@@ -92,7 +92,7 @@ def forget(settings: Settings, memory_id: str, reason: str, *, project: str, sou
         raise ValueError("which memory? give the id recall shows for it")
     _known_here(settings, memory_id, project)
     payload = MemoryForgotten(memory_id=memory_id, reason=reason.strip() or "no reason given")
-    return _recorded(settings, source, kinds.MEMORY_FORGOTTEN, payload, project)
+    return record(settings, source, kinds.MEMORY_FORGOTTEN, payload, project)
 
 
 def correct(settings: Settings, wrong: str, text: str, *, source: str) -> Recorded:
@@ -135,7 +135,7 @@ def pin(settings: Settings, preference_id: str, pinned: bool, *, source: str) ->
     if found is None:
         raise ValueError(f"no preference has the id {preference_id!r}")
     payload = PreferencePinned(preference_id=preference_id.strip(), pinned=pinned)
-    return _recorded(settings, source, kinds.PREFERENCE_PINNED, payload, found["project"] or "")
+    return record(settings, source, kinds.PREFERENCE_PINNED, payload, found["project"] or "")
 
 
 def promote(settings: Settings, observation_id: str, promoted: bool, *, source: str) -> Recorded:
@@ -145,13 +145,20 @@ def promote(settings: Settings, observation_id: str, promoted: bool, *, source: 
     if found is None:
         raise ValueError(f"no observation has the id {observation_id!r}")
     payload = ObservationPromoted(observation_id=observation_id.strip(), promoted=promoted)
-    return _recorded(settings, source, kinds.OBSERVATION_PROMOTED, payload, found["project"] or "")
+    return record(settings, source, kinds.OBSERVATION_PROMOTED, payload, found["project"] or "")
 
 
-def _recorded(settings: Settings, source: str, kind: str, payload: msgspec.Struct, project: str) -> Recorded:
+def record(
+    settings: Settings,
+    source: str,
+    kind: str,
+    payload: msgspec.Struct,
+    project: str,
+    session_id: str | None = None,
+) -> Recorded:
     """One event of `kind` recorded, to the stream or the spool, and where it went."""
     with Emitter(_connect(settings), source, spool=settings) as out:
-        event_id = out.emit(kind, payload, project=project)
+        event_id = out.emit(kind, payload, project=project, session_id=session_id)
     return Recorded(event_id, out.went_to, project)
 
 

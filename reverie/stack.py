@@ -140,10 +140,13 @@ def stack_state(settings: Settings) -> "StackStatus":
         if found.stack_pid is not None:  # up, but its service not answering
             waiting = "not answering: starting (loading the model and the memories), restarting or busy"
             found = msgspec.structs.replace(found, recall_service=waiting)
+    from reverie.background_import import read_progress
+
     return msgspec.structs.replace(
         found,
         mcp_server=_mcp_server(settings, found.stack_pid),
         dashboard=_dashboard(settings, found.stack_pid),
+        transcript_import=read_progress(settings),
     )
 
 
@@ -237,6 +240,10 @@ def status(as_json: bool) -> int:
         *((f"job {job.name}", _scheduled(job)) for job in state.scheduled),
         ("memory health", _health(state.memory_health)),
     ]
+    if state.transcript_import is not None:
+        from reverie.background_import import described
+
+        rows.append(("transcript import", escape(described(state.transcript_import))))
     if os.path.exists(settings.connection_file):
         rows.append(("connection", _connection(settings)))
     from reverie.installing.stale import stale_hooks

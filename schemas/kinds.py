@@ -18,8 +18,11 @@ MEMORY_RETRIEVED = "memory.retrieved"
 MEMORY_FORGOTTEN = "memory.forgotten"
 PREFERENCE_PINNED = "preference.pinned"
 OBSERVATION_PROMOTED = "observation.promoted"
+SESSION_STASHED = "session.stashed"
 # a root path found to be (a worktree of) a project: what was recorded under the path moves there
 PROJECT_IDENTIFIED = "project.identified"
+# a section of a file Claude Code loads as its own memory (CLAUDE.md, rules, auto memory), as read
+CLAUDE_MEMORY_READ = "claude_memory.read"
 
 # Derived kinds: appended by the workers that think, from the events in `caused_by`.
 ENTITY_OBSERVED = "entity.observed"
@@ -39,6 +42,8 @@ OPINION_FORMED = "opinion.formed"
 OPINION_REVISED = "opinion.revised"
 OBSERVATION_FORMED = "observation.formed"
 LLM_USED = "llm.used"
+# a session no event has come from for the idle time, taken for ended (workers/dynamics/idle.py)
+SESSION_IDLED = "session.idled"
 
 # Claude Code's hook_event_name -> the kind of event it records.
 HOOK_KINDS: dict[str, str] = {
@@ -67,6 +72,8 @@ SOURCE_CLI = "cli"
 SOURCE_MCP = "mcp"
 SOURCE_WORKER = "worker"
 SOURCE_DASHBOARD = "dashboard"
+# Claude Code's own memory files, read by reverie (ingest/claude_memory.py)
+SOURCE_CLAUDE_MEMORY = "claude-memory"
 
 # 2: facts name relations of the ontology (schemas/ontology.py), and carry their scope, topic
 # and dimensions; the folds read v1's relations into the ontology.

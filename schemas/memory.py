@@ -121,6 +121,16 @@ class EpisodeRecorded(msgspec.Struct, kw_only=True):
     emotional_weight: float = 1.0
 
 
+class SessionIdled(msgspec.Struct, kw_only=True):
+    """A session whose last event is older than the idle time and that never said it ended:
+    taken for ended, as of `last_event_at`, so its episode, signals and failures are drawn
+    (again, if it had gone idle before and resumed)."""
+
+    session_id: str
+    last_event_at: datetime  # its last event, as the snapshot had it when it was found idle
+    idle_minutes: float  # the idle time it was found idle by (REVERIE_SESSION_IDLE_MINUTES)
+
+
 class EpisodeConsolidated(msgspec.Struct, kw_only=True):
     """Episodes merged by a dream cycle into one that stands for them."""
 

@@ -100,6 +100,21 @@ class MemoryRemembered(msgspec.Struct, kw_only=True):
     scope: Literal["project", "global"] = "project"
 
 
+class SessionStashed(msgspec.Struct, kw_only=True):
+    """Where a session stands, kept under `name` to pick up later (`reverie stash`): its goal,
+    the decisions it made, the threads it left open and the next steps; `worded_by` the LLM
+    that worded it, or None when read from the session's own events."""
+
+    name: str
+    session_id: str | None = None
+    goal: str | None = None
+    decisions: list[str] = []
+    open_threads: list[str] = []
+    next_steps: list[str] = []
+    files: list[str] = []
+    worded_by: str | None = None
+
+
 class MemoryForgotten(msgspec.Struct, kw_only=True):
     """The user or agent asked reverie to forget a memory (any id recall returns): it is hidden
     from recall from then on, and nothing is deleted."""
@@ -122,6 +137,26 @@ class ObservationPromoted(msgspec.Struct, kw_only=True):
 
     observation_id: str
     promoted: bool = True
+
+
+# Which of Claude Code's memory files: the project's CLAUDE.md (or .claude/CLAUDE.md), its
+# CLAUDE.local.md, its .claude/rules; the user's ~/.claude/CLAUDE.md and ~/.claude/rules; the
+# project's auto memory (MEMORY.md and its topic files)
+ClaudeMemoryOrigin = Literal["project", "local", "rules", "user", "user-rules", "auto-memory"]
+
+
+class ClaudeMemoryRead(msgspec.Struct, kw_only=True):
+    """A section of a file Claude Code loads as its own memory, as reverie read it
+    (ingest/claude_memory.py). The file's newest reading holds: the sections read with its
+    `digest` are what it says now, and those of an older reading are no longer shown. A reading
+    of a file with nothing to import, or gone (`digest` empty), is one event with no text."""
+
+    path: str
+    origin: ClaudeMemoryOrigin
+    digest: str  # of the file's bytes, as read
+    heading: str = ""  # the headings the section is under, " > " between them
+    text: str = ""
+    scope: Literal["project", "global"] = "project"  # global: the user's, for every project
 
 
 class MemoryRetrieved(msgspec.Struct, kw_only=True):

@@ -68,7 +68,9 @@ KINDS: dict[str, Kind] = {
         _observed(kinds.MEMORY_FORGOTTEN, observed.MemoryForgotten, "dynamics"),
         _observed(kinds.PREFERENCE_PINNED, observed.PreferencePinned, "signals"),
         _observed(kinds.OBSERVATION_PROMOTED, observed.ObservationPromoted, "facts"),
+        _observed(kinds.SESSION_STASHED, observed.SessionStashed, "episodes"),
         _observed(kinds.PROJECT_IDENTIFIED, observed.ProjectIdentified, "sessions"),
+        _observed(kinds.CLAUDE_MEMORY_READ, observed.ClaudeMemoryRead, "facts"),
         _derived(kinds.ENTITY_OBSERVED, memory.EntityObserved, "facts", "entity_id"),
         _derived(kinds.FACT_ASSERTED, memory.FactAsserted, "facts", "fact_id"),
         _derived(kinds.FACT_SUPERSEDED, memory.FactSuperseded, "facts", "fact_id"),
@@ -86,12 +88,16 @@ KINDS: dict[str, Kind] = {
         _derived(kinds.TIER_PROMOTED, memory.TierPromoted, "dynamics", "memory_id"),
         _derived(kinds.COMMUNITY_DETECTED, memory.CommunityDetected, "dynamics", "community_id"),
         _derived(kinds.LLM_USED, llm.LLMUsed, "costs", None),
+        _derived(kinds.SESSION_IDLED, memory.SessionIdled, "sessions", "session_id"),
     )
 }
 DERIVED_KINDS = frozenset(name for name, kind in KINDS.items() if kind.derived)
 # what changes no memory's text, scope or presence: a recall, the activation it records, what an
-# LLM call cost; a batch of these alone leaves the vectors as they were (projections/embedder.py)
-TEXTLESS_KINDS = frozenset({kinds.MEMORY_RETRIEVED, kinds.ACTIVATION_RECORDED, kinds.LLM_USED})
+# LLM call cost, a session taken for ended; a batch of these alone leaves the vectors as they
+# were (projections/embedder.py)
+TEXTLESS_KINDS = frozenset(
+    {kinds.MEMORY_RETRIEVED, kinds.ACTIVATION_RECORDED, kinds.LLM_USED, kinds.SESSION_IDLED}
+)
 # what the work did (prompts, tools, sessions, what the user asked to remember), which the
 # thinking workers learn from; not memory's own doings (a recall, a forgetting)
 WORK_KINDS = frozenset(name for name, kind in KINDS.items() if not kind.derived and kind.family != "dynamics")
@@ -139,6 +145,7 @@ MEMORY_TABLES: dict[str, MemoryTable] = {
             "opinions", "opinion_id", "statement", "scope", kinds.OPINION_FORMED, kinds.OPINION_REVISED
         ),
         _memories("preferences", "preference_id", "statement", "scope", kinds.PREFERENCE_CRYSTALLIZED),
+        _memories("claude_memories", "event_id", "text", "scope", kinds.CLAUDE_MEMORY_READ),
     )
 }
 

@@ -16,6 +16,12 @@ Standard library only: the hook imports this on every call.
 - REVERIE_MCP_LISTEN, REVERIE_MCP_TOKEN, REVERIE_MCP_URL: where the stack's MCP server listens
   over HTTP, the token it asks for, and (for `reverie install`) one elsewhere; unset, it listens
   on loopback, on a port and with a token kept in `$REVERIE_HOME/mcp.json` (reverie/mcp_endpoint.py).
+- REVERIE_SESSION_IDLE_MINUTES: how long a session sends no event before it is taken for ended
+  (default 30): Claude Code closed with its terminal never says SessionEnd (workers/dynamics/idle.py).
+  A value that is not a positive number is ignored.
+- REVERIE_CLAUDE_MEMORY_OFF: set (to anything but empty) to leave Claude Code's own memory files
+  (CLAUDE.md, .claude/rules, auto memory) unread: neither `reverie import` nor a session's start
+  imports them (workers/claude_memory.py).
 - REVERIE_HOOKS_OFF: set (to anything but empty) to make `reverie hook` exit at once, recording
   nothing: reverie sets it for the Claude Code it runs itself (`claude -p` extraction), so that
   run is never recorded and never recurses into extraction.
@@ -48,6 +54,7 @@ STREAM = "reverie:events"
 GROUP = "reverie:archivers"
 QUEUE = "reverie"
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
+DEFAULT_SESSION_IDLE_MINUTES = 30.0
 # What can wait runs this much nicer than the hooks and recall: the projector, the RQ workers,
 # the recall service's embedding thread and the encoding it does for the workers.
 BACKGROUND_NICENESS = 10
@@ -114,10 +121,19 @@ def without_password(url: str) -> str:
     return f"{scheme}://{netloc}{slash}{path}{question}{'&'.join(hidden)}"
 
 
+def _positive(value: "str | None", default: float) -> float:
+    """`value` as a positive finite number, else `default`."""
+    try:
+        number = float(value or "")
+    except ValueError:
+        return default
+    return number if 0 < number < float("inf") else default
+
+
 class Settings:
     __slots__ = (
-        "connection_from", "embedded", "embedding_model", "home", "recall_listen", "recall_token",
-        "recall_url", "redis_url", "runtime_dir",
+        "claude_memory", "connection_from", "embedded", "embedding_model", "home", "recall_listen",
+        "recall_token", "recall_url", "redis_url", "runtime_dir", "session_idle_minutes",
     )  # fmt: skip
 
     def __init__(
@@ -131,6 +147,8 @@ class Settings:
         recall_token: str | None = None,
         recall_listen: str | None = None,
         connection_from: "tuple[str, ...]" = (),
+        session_idle_minutes: float = DEFAULT_SESSION_IDLE_MINUTES,
+        claude_memory: bool = True,
     ) -> None:
         self.home = os.path.abspath(home)
         # sockets whose path in `home` would not fit go here: a directory of this user's alone
@@ -142,6 +160,8 @@ class Settings:
         self.recall_token = recall_token  # what both ends of a TCP recall exchange prove they hold
         self.recall_listen = recall_listen  # host:port the recall service also listens on (TCP)
         self.connection_from = connection_from  # the names taken from the connection file
+        self.session_idle_minutes = session_idle_minutes  # silent this long: taken for ended
+        self.claude_memory = claude_memory  # Claude Code's own memory files are imported
 
     @classmethod
     def from_env(cls, environ: "Mapping[str, str] | None" = None) -> "Settings":
@@ -172,6 +192,10 @@ class Settings:
             recall_token=named("REVERIE_RECALL_TOKEN"),
             recall_listen=env.get("REVERIE_RECALL_LISTEN") or None,
             connection_from=taken,
+            session_idle_minutes=_positive(
+                env.get("REVERIE_SESSION_IDLE_MINUTES"), DEFAULT_SESSION_IDLE_MINUTES
+            ),
+            claude_memory=not env.get("REVERIE_CLAUDE_MEMORY_OFF"),
         )
 
     def _path(self, *parts: str) -> str:

@@ -63,6 +63,19 @@ class ScheduledJob(msgspec.Struct, frozen=True):
     due_at: str  # when the scheduler queues it
 
 
+class ImportProgress(msgspec.Struct, frozen=True):
+    """How far a `reverie import` has got (reverie/background_import.py keeps it in a file)."""
+
+    pid: int
+    started_at: float
+    updated_at: float
+    transcripts: int  # to read
+    done: int = 0  # read
+    events: int = 0  # found in them
+    sent: int = 0  # of those, new to the log
+    finished_at: float | None = None
+
+
 class StackStatus(msgspec.Struct, frozen=True, kw_only=True):
     redis_url: str
     reachable: bool
@@ -99,3 +112,6 @@ class StackStatus(msgspec.Struct, frozen=True, kw_only=True):
     # the dashboard: the URL to open (it carries the token), and whether it listens (`reverie
     # status` asks, as for the MCP server)
     dashboard: str = "not running"
+    # the last `reverie import`'s progress (`reverie status` reads it: the import may run on a
+    # host whose data directory the stack's service does not see)
+    transcript_import: ImportProgress | None = None

@@ -49,6 +49,8 @@ def scripted(body: dict[str, Any]) -> Block:
             return tool_use(RECALL, {"query": "which database does the orders service use"}, "toolu_recall")
         if "ToolSearch" in offered and "toolu_search" not in answered:
             return tool_use("ToolSearch", {"query": f"select:{RECALL}"}, "toolu_search")
+    if (plugin_call := _plugin_command(asked, offered, answered, body)) is not None:
+        return plugin_call
     if "WRITE_NOTES" in asked and "toolu_write" in answered:
         return text_block("Wrote the notes.\n\nNext steps:\n- add the orders migration\n- run alembic check")
     if answered:
@@ -64,6 +66,42 @@ def scripted(body: dict[str, Any]) -> Block:
         brief = {"description": "check", "prompt": "Say ok.", "subagent_type": "general-purpose"}
         return tool_use(name, brief, "toolu_agent")
     return text_block("Done.")
+
+
+# the plugin's MCP tools, as Claude Code names a plugin's server's tools
+PLUGIN_TOOL = "mcp__plugin_reverie_reverie__{}"
+# what each of the plugin's commands asks for, and the tools the model calls for it, in turn
+PLUGIN_COMMANDS = {
+    "Remember this with reverie's `memory_remember` tool": ("memory_remember", "memory_curate"),
+    "Stash where this session stands with reverie's `memory_stash` tool": ("memory_stash",),
+}
+
+
+def _plugin_command(asked: str, offered: set[Any], answered: set[Any], body: dict[str, Any]) -> Block | None:
+    """The next call a plugin command asks for: each of its tools once, loaded by ToolSearch
+    first when deferred; remember's event id is handed to memory_curate as `after`."""
+    for marker, tools in PLUGIN_COMMANDS.items():
+        if marker not in asked:
+            continue
+        for tool in tools:
+            if f"toolu_{tool}" in answered:
+                continue
+            name = PLUGIN_TOOL.format(tool)
+            if name not in offered:
+                return tool_use("ToolSearch", {"query": f"select:{name}"}, f"toolu_search_{tool}")
+            return tool_use(name, _plugin_arguments(tool, asked, body), f"toolu_{tool}")
+    return None
+
+
+def _plugin_arguments(tool: str, asked: str, body: dict[str, Any]) -> dict[str, Any]:
+    if tool == "memory_remember":
+        return {"text": asked.split("`memory_remember` tool: ", 1)[1].split("\\n", 1)[0]}
+    if tool == "memory_curate":
+        remembered = json.dumps(
+            [b for b in tool_results(body) if b["tool_use_id"] == "toolu_memory_remember"]
+        )
+        return {"after": re.findall(r"\b01[0-9A-HJKMNP-TV-Z]{24}\b", remembered)[0]}
+    return {"name": asked.split("`memory_stash` tool, named: ", 1)[1].split("\\n", 1)[0]}
 
 
 # each test works in a HOME and a project of its own, and kills nothing: they share one stack
@@ -270,6 +308,49 @@ def test_the_plugin_from_reveries_own_marketplace_records_and_brings_its_command
     code.prompt("/reverie:remember --failed Offset pagination timed out on big tables")
     [expanded] = code.requests_with("Remember this with reverie's `memory_remember` tool")[:1]
     assert "--failed Offset pagination timed out on big tables" in said(expanded)
+
+
+def test_the_plugins_remember_writes_claude_md_and_its_stash_keeps_where_the_session_stands(
+    claude: str, stack: Stack, env: dict[str, str], tmp_path: Path, model: FakeMessagesAPI
+) -> None:
+    home, project = scratch(tmp_path)
+    (project / "CLAUDE.md").write_text("# Orders\n\nAsk before deleting data.\n")
+    code = Claude(claude, home, project, env, model)
+    marketplace = subprocess.run(
+        [*REVERIE, "claude-code", "marketplace"], env=env, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert code.run("plugin", "marketplace", "add", marketplace).returncode == 0
+    assert code.run("plugin", "install", "reverie@reverie", "-y").returncode == 0
+    tools = ",".join(
+        PLUGIN_TOOL.format(tool) for tool in ("memory_remember", "memory_curate", "memory_stash")
+    )
+    session = code.prompt("RUN_TESTS then fix the orders export", "Bash")["session_id"]
+    wait_for(lambda: kinds.SESSION_ENDED in recorded(stack, session), timeout=60, what="the session recorded")
+
+    code.prompt("/reverie:remember Orders are exported as CSV with a header row", tools)
+    claude_md = (project / "CLAUDE.md").read_text()
+    results = [json.dumps(b)[:400] for r in model.requests for b in tool_results(r)]  # what the tools said
+    assert claude_md.startswith("# Orders\n\nAsk before deleting data.\n\n<!-- MEMORY:START -->\n"), results
+    block = claude_md.split("<!-- MEMORY:START -->\n", 1)[1].split("<!-- MEMORY:END -->", 1)[0]
+    assert "## Facts\n- Orders are exported as CSV with a header row\n" in block
+    assert (project / ".claude/memory/facts.md").read_text().count("CSV with a header row") == 1
+
+    code.prompt("/reverie:stash orders-export", tools, resume=session)  # typed in the session it stashes
+    stashed = (project / ".claude/stash/orders-export.md").read_text()
+    assert stashed.startswith("# Stash: orders-export\n")
+    assert "## Goal\n- RUN_TESTS then fix the orders export\n" in stashed
+    [answered] = [
+        r for r in model.requests if any(b["tool_use_id"] == "toolu_memory_stash" for b in tool_results(r))
+    ]
+    [result] = [b for b in tool_results(answered) if b["tool_use_id"] == "toolu_memory_stash"]
+    assert "orders-export.md" in json.dumps(result["content"]) and not result.get("is_error")
+    wait_for(
+        lambda: "orders-export" in subprocess.run(
+            [*REVERIE, "sql", "--csv", "select name from stashes"], env=env, capture_output=True, text=True
+        ).stdout,
+        timeout=60,
+        what="the stash's event folded",
+    )  # fmt: skip
 
 
 def readme_plugin_install() -> tuple[list[str], str, str]:

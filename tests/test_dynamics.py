@@ -142,6 +142,6 @@ def test_the_lifecycle_run_by_two_workers_at_once_emits_each_event_once(
     assert thought.returncode == 0 and "dream: " in thought.stderr, thought.stderr  # a worker ran it
     status = json.loads(subprocess.run([*REVERIE, "status", "--json"], env=env, capture_output=True).stdout)
     planned = {job["name"]: job for job in status["scheduled"]}
-    assert set(planned) == {"lifecycle", "catch-up", "dream", "communities", "decay", "retry-failed"}
+    assert set(planned) == {"idle", "lifecycle", "catch-up", "dream", "communities", "decay", "retry-failed"}
     assert all(job["next_run"] for job in planned.values())  # RQ's cron scheduler has them
     assert status["memory_health"]["facts"] >= 1

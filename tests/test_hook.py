@@ -351,8 +351,10 @@ def test_a_hook_hung_up_on_and_told_to_end_still_records_its_event(home: str) ->
 def test_the_installed_hook_imports_no_re_for_a_usual_payload(home: str, hook_name: str) -> None:
     """`re` would cost every hook about 5 ms: a prompt of usual length goes to the service whole,
     and it is `re` that reads its gist there."""
+    from ingest.envelope import compile_patterns
     from reverie.installing.entries import launcher_command
 
+    compile_patterns()  # as `reverie install` does: a fresh machine's first hook would compile them
     payload = {
         "session_id": "s1", "hook_event_name": hook_name, "source": "startup", "tool_name": "Bash",
         "prompt": "why does the upload fail with ERR_QUOTA_4711 since the deploy? " * 30,

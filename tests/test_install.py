@@ -3,9 +3,13 @@ scratch HOME and git project."""
 
 import json
 import os
+import pty
+import select
 import shlex
+import shutil
 import stat
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +18,9 @@ import pytest
 import ingest
 from reverie.installing.entries import HOOKED, is_ours, launcher_command
 from reverie.installing.stale import stale_hooks
+from schemas import kinds
 from schemas.settings import Settings, read_connection
+from tests.support.captures import TRANSCRIPTS
 from tests.support.processes import REVERIE, Stack, wait_for
 
 THEIRS: dict[str, Any] = {
@@ -433,11 +439,176 @@ def test_sessions_starting_at_once_each_get_the_whole_plugin_and_old_folders_go(
         ".claude-plugin/plugin.json",
         "hooks/hooks.json",
         ".mcp.json",
+        "commands/curate.md",
         "commands/recall.md",
         "commands/remember.md",
+        "commands/stash.md",
     }
     hooks = json.loads((Path(folder) / "hooks" / "hooks.json").read_text())["hooks"]
     assert set(hooks) == set(HOOKED)
     assert (
         reverie(user, "claude-code", "plugin").stdout.strip() == folder
     )  # the same content, the same folder
+
+
+def transcript(user: dict[str, Any], days_old: float, name: str = "s1.jsonl") -> Path:
+    """A transcript of Claude Code's under HOME, last written `days_old` days ago."""
+    path: Path = user["home"] / ".claude" / "projects" / "-code-app" / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text('{"type": "summary"}\n')
+    then = time.time() - days_old * 86_400
+    os.utime(path, (then, then))
+    return path
+
+
+def kept_days(user: dict[str, Any]) -> Any:
+    return json.loads((user["home"] / ".claude" / "settings.json").read_text()).get("cleanupPeriodDays")
+
+
+@pytest.mark.parametrize("scope", ["user", "project", "local"])
+def test_install_keeps_transcripts_longer_and_uninstall_puts_the_file_back_byte_for_byte(
+    user: dict[str, Any], scope: str
+) -> None:
+    transcript(user, days_old=20)
+    before = snapshot(user["home"])
+    keep = ["--scope", scope, "--keep-transcripts", "365"]
+    shown = reverie(user, "install", "claude-code", *keep, "--dry-run")
+    assert '+  "cleanupPeriodDays": 365' in shown.stdout and snapshot(user["home"]) == before
+    installed = reverie(user, "install", "claude-code", *keep)
+    assert installed.returncode == 0, installed.stderr
+    said = " ".join(installed.stderr.split())
+    assert "Claude Code holds 1 transcripts" in said and "the oldest 20 days old" in said
+    assert "older than 30 days at each start (cleanupPeriodDays, its default)" in said
+    assert "now keeps its transcripts 365 days" in said
+    assert kept_days(user) == 365  # the user's settings, whatever the scope: the project's may not set it
+    assert "The stack is not running, so none of the 1 transcripts was imported" in said
+    again = reverie(user, "install", "claude-code", "--scope", scope)
+    assert "older than 365 days" in " ".join(again.stderr.split())
+    assert reverie(user, "uninstall", "claude-code", "--scope", scope).returncode == 0
+    assert snapshot(user["home"]) == before
+
+
+@pytest.mark.parametrize("theirs", [1000, 0, "forever"])
+def test_a_period_of_the_users_that_is_as_long_or_not_a_number_of_days_is_left_alone(
+    user: dict[str, Any], theirs: Any
+) -> None:
+    settings = user["home"] / ".claude" / "settings.json"
+    settings.write_text(json.dumps({**THEIRS, "cleanupPeriodDays": theirs}))
+    installed = reverie(user, "install", "claude-code", "--keep-transcripts", "365")
+    assert installed.returncode == 0, installed.stderr
+    assert kept_days(user) == theirs
+    assert "cleanupPeriodDays left as it is" in " ".join(installed.stderr.split())
+
+
+def test_uninstall_leaves_a_period_the_user_changed_since_and_says_so(user: dict[str, Any]) -> None:
+    settings = user["home"] / ".claude" / "settings.json"
+    assert reverie(user, "install", "claude-code", "--keep-transcripts", "90").returncode == 0
+    settings.write_text(json.dumps({**json.loads(settings.read_text()), "cleanupPeriodDays": 500}))
+    uninstalled = reverie(user, "uninstall", "claude-code")
+    assert uninstalled.returncode == 0, uninstalled.stderr
+    assert "is 500 now, not the 90 install set: left as you set it" in " ".join(uninstalled.stderr.split())
+    assert json.loads(settings.read_text()) == {**THEIRS, "cleanupPeriodDays": 500}
+    # changed elsewhere only: the period install set goes, back to what it was (unset)
+    assert reverie(user, "install", "claude-code", "--keep-transcripts", "90").returncode == 0
+    settings.write_text(json.dumps({**json.loads(settings.read_text()), "theme": "dark"}))
+    assert reverie(user, "uninstall", "claude-code").returncode == 0
+    assert json.loads(settings.read_text()) == {**THEIRS, "cleanupPeriodDays": 500, "theme": "dark"}
+
+
+def test_the_period_in_force_is_the_first_file_claude_code_reads_that_sets_one(tmp_path: Path) -> None:
+    from reverie.installing.retention import DEFAULT_DAYS, period
+
+    managed, local, user_file = (tmp_path / n for n in ("managed.json", "local.json", "user.json"))
+    files = [str(local), str(user_file)]
+    assert period(files, managed=[str(managed)]).days == DEFAULT_DAYS
+    user_file.write_text('{"cleanupPeriodDays": 60}')
+    local.write_text('{"cleanupPeriodDays": "soon"}')  # not a number of days: passed over
+    assert period(files, managed=[str(managed)]).set_in == str(user_file)
+    local.write_text('{"cleanupPeriodDays": 14}')
+    assert period(files, managed=[str(managed)]).days == 14
+    managed.write_text('{"cleanupPeriodDays": 7}')
+    found = period(files, managed=[str(managed)])
+    assert (found.days, found.managed) == (7, True)
+
+
+def answered_in_a_terminal(command: list[str], question: bytes, answer: bytes, **popen: Any) -> bytes:
+    """What `command` prints in a terminal, `answer` typed once it asks `question`."""
+    leader, follower = pty.openpty()
+    process = subprocess.Popen(
+        command, stdin=follower, stdout=follower, stderr=follower, start_new_session=True, **popen
+    )
+    os.close(follower)
+    shown, typed = b"", False
+    deadline = time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline:
+            if not typed and question in shown:
+                os.write(leader, answer)
+                typed = True
+            if not select.select([leader], [], [], deadline - time.monotonic())[0]:
+                break
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:  # EIO: the command ended
+                break
+            if not chunk:
+                break
+            shown += chunk
+    finally:
+        process.wait(60)
+        os.close(leader)
+    return shown
+
+
+QUESTION = b"Keep Claude Code's transcripts for 3650 days"
+
+
+def test_install_asks_to_keep_transcripts_on_a_terminal_and_never_elsewhere(user: dict[str, Any]) -> None:
+    elsewhere = reverie(user, "install", "claude-code")
+    assert QUESTION.decode() not in elsewhere.stderr and kept_days(user) is None
+    declined = answered_in_a_terminal(
+        [*REVERIE, "install", "claude-code"], QUESTION, b"n\n", env=user["env"], cwd=user["project"]
+    )
+    assert QUESTION in declined and kept_days(user) is None
+    accepted = answered_in_a_terminal(
+        [*REVERIE, "install", "claude-code"], QUESTION, b"y\n", env=user["env"], cwd=user["project"]
+    )
+    assert b"now keeps its transcripts 3650 days" in accepted and kept_days(user) == 3650
+    asked_again = answered_in_a_terminal(
+        [*REVERIE, "install", "claude-code"], QUESTION, b"y\n", env=user["env"], cwd=user["project"]
+    )
+    assert QUESTION not in asked_again  # it keeps them that long already
+
+
+@pytest.mark.integration
+def test_install_imports_the_history_in_the_background_and_status_follows_it(
+    user: dict[str, Any], stack: Stack
+) -> None:
+    from ingest.transcripts import BadLine, Places, find_transcripts, read_transcript
+
+    folder = user["home"] / ".claude" / "projects" / "-fixtures"
+    shutil.copytree(TRANSCRIPTS, folder)
+    files, places = find_transcripts(str(folder)), Places()  # as the import reads them
+    events = sum(not isinstance(item, BadLine) for path in files for item in read_transcript(path, places))
+    installed = reverie(user, "install", "claude-code", "--no-import")
+    assert "in the background" not in installed.stderr
+    installed = reverie(user, "install", "claude-code")
+    assert installed.returncode == 0, installed.stderr
+    assert f"Importing the {len(files)} transcripts into reverie in the background" in " ".join(
+        installed.stderr.split()
+    )
+
+    def finished() -> dict[str, Any] | None:
+        shown = json.loads(reverie(user, "status", "--json").stdout)["transcript_import"]
+        return shown if shown and shown["finished_at"] else None
+
+    progress = wait_for(finished, timeout=120, what="the background import to finish", every=0.5)
+    assert (progress["transcripts"], progress["done"], progress["events"]) == (len(files), len(files), events)
+    assert progress["sent"] == events  # none of these sessions was in the log
+    imported = f"select count(*) from events where source = 'import' and kind != '{kinds.PROJECT_IDENTIFIED}'"
+    wait_for(lambda: stack.query(imported)[0][0] == events, timeout=120, what="the imported events archived")
+    shown = " ".join(reverie(user, "status").stdout.split())
+    assert (
+        "transcript import done" in shown
+        and f"{len(files)} of {len(files)} transcripts, {events:,} events ({events:,} new)" in shown
+    )

@@ -27,6 +27,8 @@ TOOLS = {
     "memory_timeline",
     "memory_forget",
     "memory_why",
+    "memory_stash",
+    "memory_curate",
 }
 
 

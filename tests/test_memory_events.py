@@ -55,6 +55,7 @@ SAMPLES: dict[str, msgspec.Struct] = {
         failure_id="x1", signature="ModuleNotFoundError: pytz", occurrences=3, example="...", last_seen=NOW
     ),
     kinds.TIER_PROMOTED: memory.TierPromoted(memory_id="f1", from_tier="short_term", to_tier="long_term"),
+    kinds.SESSION_IDLED: memory.SessionIdled(session_id="s1", last_event_at=NOW, idle_minutes=30.0),
     kinds.ACTIVATION_RECORDED: memory.ActivationRecorded(memory_id="f1", at=NOW, cause="retrieved"),
     kinds.COMMUNITY_DETECTED: memory.CommunityDetected(
         community_id="c1", members=["e0", "e1"], label="storage"

@@ -1,4 +1,5 @@
-"""Episodes: what a session went through, and the episodes a dream cycle merged."""
+"""Episodes: what a session went through, the episodes a dream cycle merged, and where a session
+stood when the user stashed it."""
 
 from projections.folds.base import json_list, latest
 from schemas import kinds
@@ -10,9 +11,25 @@ CREATE TABLE episodes (
     emotional_weight DOUBLE, consolidated_into VARCHAR, recorded_at TIMESTAMPTZ, updated_by VARCHAR,
     project VARCHAR
 );
+CREATE TABLE stashes (  -- where a session stood, kept by name (`reverie stash`): the newest of a name holds
+    event_id VARCHAR PRIMARY KEY, name VARCHAR, project VARCHAR, session_id VARCHAR, ts TIMESTAMPTZ,
+    goal VARCHAR, decisions VARCHAR[], open_threads VARCHAR[], next_steps VARCHAR[], files VARCHAR[],
+    worded_by VARCHAR
+);
 """
 
 FOLDS: list[tuple[str, str]] = [
+    (
+        "stashes",
+        f"""
+        INSERT INTO stashes
+        SELECT id, payload->>'name', project, coalesce(payload->>'session_id', session_id), ts, payload->>'goal',
+            {json_list("decisions")}, {json_list("open_threads")}, {json_list("next_steps")}, {json_list("files")},
+            payload->>'worded_by'
+        FROM batch WHERE kind = '{kinds.SESSION_STASHED}'
+        ON CONFLICT DO NOTHING
+        """,
+    ),
     (
         "episodes",
         f"""

@@ -76,6 +76,10 @@ CREATE TABLE remembered (
     event_id VARCHAR PRIMARY KEY, project VARCHAR, ts TIMESTAMPTZ, text VARCHAR, tags VARCHAR[],
     category VARCHAR, outcome VARCHAR, agent VARCHAR, scope VARCHAR
 );
+CREATE TABLE claude_memories (  -- Claude Code's own memory files, a section a row, each reading kept
+    event_id VARCHAR PRIMARY KEY, project VARCHAR, ts TIMESTAMPTZ, path VARCHAR, origin VARCHAR,
+    digest VARCHAR, heading VARCHAR, text VARCHAR, scope VARCHAR
+);
 CREATE TABLE entities (
     entity_id VARCHAR PRIMARY KEY, type VARCHAR, name VARCHAR, normalized_name VARCHAR,
     aliases VARCHAR[], properties JSON, first_seen TIMESTAMPTZ, last_seen TIMESTAMPTZ,
@@ -133,6 +137,15 @@ FOLDS: list[tuple[str, str]] = [
         INSERT INTO remembered SELECT id, project, ts, payload->>'text', {json_list("tags")},
             payload->>'category', payload->>'outcome', payload->>'agent', coalesce(payload->>'scope', 'project')
         FROM batch WHERE kind = '{kinds.MEMORY_REMEMBERED}'
+        """,
+    ),
+    (
+        "claude_memories",
+        f"""
+        INSERT INTO claude_memories SELECT id, project, ts, payload->>'path', payload->>'origin',
+            payload->>'digest', coalesce(payload->>'heading', ''), coalesce(payload->>'text', ''),
+            coalesce(payload->>'scope', 'project')
+        FROM batch WHERE kind = '{kinds.CLAUDE_MEMORY_READ}'
         """,
     ),
     (

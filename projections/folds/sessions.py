@@ -1,4 +1,5 @@
-"""What happened in a session: its span, prompts, the assistant's last words, subagents, compactions.
+"""What happened in a session: its span, prompts, the assistant's last words, subagents, compactions;
+whether it said it ended or went idle (workers/dynamics/idle.py).
 
 A prompt is the user's own words: what Claude Code itself says in the user's turn (its
 compaction request, a task notification, an interruption marker, a command's wrapping:
@@ -24,7 +25,9 @@ CREATE TABLE sessions (
     events BIGINT,
     prompts BIGINT,
     tool_uses BIGINT,
-    errors BIGINT
+    errors BIGINT,
+    from_hooks BOOLEAN,         -- recorded by Claude Code's hooks as it happened (not imported)
+    idled_at TIMESTAMPTZ        -- its last event when it was last taken for ended, idle (no SessionEnd)
 );
 -- clean: the text as memory (clean_text: Claude Code's wrappers and colour codes taken out),
 -- kept by the fold: the view memory_texts reads every prompt and message after every fold, and
@@ -68,7 +71,8 @@ FOLDS: list[tuple[str, str]] = [
             min(ts), max(ts), count(*),
             count(*) FILTER (kind = '{kinds.PROMPT_SUBMITTED}' AND harness_kind(payload->>'prompt') IS NULL),
             count(*) FILTER (kind IN ('{kinds.TOOL_USED}', '{kinds.TOOL_FAILED}')),
-            count(*) FILTER (kind = '{kinds.TOOL_FAILED}' AND NOT cancelled({ERROR}))
+            count(*) FILTER (kind = '{kinds.TOOL_FAILED}' AND NOT cancelled({ERROR})),
+            bool_or(source = '{kinds.SOURCE_CLAUDE_CODE}'), NULL
         FROM batch WHERE session_id IS NOT NULL AND kind NOT IN ({DERIVED_SQL})
         GROUP BY session_id
         ON CONFLICT (session_id) DO UPDATE SET
@@ -88,7 +92,18 @@ FOLDS: list[tuple[str, str]] = [
             events = sessions.events + excluded.events,
             prompts = sessions.prompts + excluded.prompts,
             tool_uses = sessions.tool_uses + excluded.tool_uses,
-            errors = sessions.errors + excluded.errors
+            errors = sessions.errors + excluded.errors,
+            from_hooks = sessions.from_hooks OR excluded.from_hooks
+        """,
+    ),
+    (
+        "sessions_idled",
+        f"""
+        UPDATE sessions SET idled_at = greatest(sessions.idled_at, idled.last_event_at)
+        FROM (SELECT payload->>'session_id' AS session_id,
+                max(TRY_CAST(payload->>'last_event_at' AS TIMESTAMPTZ)) AS last_event_at
+              FROM batch WHERE kind = '{kinds.SESSION_IDLED}' GROUP BY ALL) idled
+        WHERE sessions.session_id = idled.session_id
         """,
     ),
     (

@@ -253,7 +253,7 @@ _DECISIONS = """
         SELECT arg_max(description, valid_at) FROM facts_current
         WHERE category = 'decisions' AND (project = $project OR scope = 'global')
         GROUP BY lower(trim(description)) ORDER BY max(valid_at) DESC, min(fact_id) LIMIT 5"""
-_MANIFEST = {
+MANIFEST = {
     "key_decisions": _DECISIONS,
     "files_touched": """
         SELECT file FROM (SELECT unnest(files_touched) AS file, ts FROM tool_uses WHERE session_id = $session)
@@ -262,7 +262,7 @@ _MANIFEST = {
         SELECT tool || ': ' || left(error, 200) FROM errors WHERE session_id = $session
         ORDER BY ts DESC LIMIT 3""",
 }
-_LAST_MESSAGE = """
+LAST_MESSAGE = """
 SELECT text, ts FROM messages WHERE session_id = $session AND project = $project AND text IS NOT NULL
 ORDER BY ts DESC LIMIT 1"""
 
@@ -306,7 +306,7 @@ _CONTINUITY = {
 # (crystallized: strength s / (s + 2) after s sessions), then the rules stated in fewer sessions,
 # each with how many, at once (a rule said once is a rule); the newest first, at most _PREFERENCES.
 _PREFERENCES = 8
-_PREFERRED = """
+PREFERRED = """
 SELECT statement, round(2 * strength / (1 - least(strength, 0.99)))::INT AS sessions, true AS recurring,
     crystallized_at AS ts, strength, coalesce(pin.pinned, false) AS pinned
 FROM preferences LEFT JOIN preference_pins pin USING (preference_id)
@@ -323,9 +323,11 @@ ORDER BY pinned DESC, recurring DESC, strength DESC, ts DESC, statement
 """
 
 
-def _preferences(rows: list[tuple[str, int, bool, datetime | None, float, bool]]) -> list[str]:
-    """Each preference once, with how often it was said: a stated rule a recurring one says
-    already is that one."""
+def told_preferences(
+    rows: list[tuple[str, int, bool, datetime | None, float, bool]], limit: int = _PREFERENCES
+) -> list[str]:
+    """Each preference of `rows` (PREFERRED's) once, with how often it was said, at most `limit`:
+    a stated rule a recurring one says already is that one."""
     told: list[tuple[str, frozenset[str]]] = []
     for statement, sessions, recurring, _, _, pinned in rows:
         words = word_set(statement)
@@ -334,7 +336,7 @@ def _preferences(rows: list[tuple[str, int, bool, datetime | None, float, bool]]
         said = "stated once" if sessions <= 1 else f"stated in {sessions} sessions"
         how = ("pinned, " if pinned else "") + ("recurring: " if recurring else "")
         told.append((f"{statement} ({how}{said})", words))
-    return [text for text, _ in told[:_PREFERENCES]]
+    return [text for text, _ in told[:limit]]
 
 
 _SAME_RULE = 0.8  # the share of a rule's words another says, for them to be one
@@ -487,8 +489,8 @@ class Memories:
     def continuity(self, project: str | None, session_id: str | None) -> Continuity:
         found = {name: self._values(query, project, session_id or "") for name, query in _CONTINUITY.items()}
         summary = found.pop("last_summary")
-        preferred = self.db().execute(_PREFERRED, {"project": project}).fetchall()
-        return Continuity(summary[0] if summary else None, preferences=_preferences(preferred), **found)
+        preferred = self.db().execute(PREFERRED, {"project": project}).fetchall()
+        return Continuity(summary[0] if summary else None, preferences=told_preferences(preferred), **found)
 
     def remembered_by(self, project: str | None, agent: str, limit: int = 20) -> list[str]:
         """What was remembered for `agent` (a subagent type) in `project` or everywhere, newest
@@ -499,11 +501,11 @@ class Memories:
     def manifest(self, project: str | None, session_id: str) -> dict[str, list[str]]:
         """What a compaction manifest holds of `session_id`, as far as the snapshot knows it:
         key_decisions, files_touched, blockers."""
-        return {name: self._values(query, project, session_id) for name, query in _MANIFEST.items()}
+        return {name: self._values(query, project, session_id) for name, query in MANIFEST.items()}
 
     def last_message(self, project: str | None, session_id: str) -> tuple[str, datetime] | None:
         """The agent's last message in `session_id` as far as the snapshot knows, and when."""
-        found = self.db().execute(_LAST_MESSAGE, {"project": project, "session": session_id}).fetchone()
+        found = self.db().execute(LAST_MESSAGE, {"project": project, "session": session_id}).fetchone()
         return (found[0], found[1]) if found else None
 
     def _values(self, query: str, project: str | None, session_id: str) -> list[str]:

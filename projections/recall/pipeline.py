@@ -47,6 +47,7 @@ from projections.recall.timeframes import asks_when, window
 from projections.recall.words import word_set
 from projections.vectors import Vector, Vectors
 from schemas.categories import Outcome, RememberedCategory
+from schemas.kinds import SOURCE_CLAUDE_MEMORY
 from schemas.memory import Category, Network
 from schemas.recall import Query, Recall, RecallRequest, Scored, Task, Weighting, Window
 from schemas.text.gist import gist
@@ -54,6 +55,9 @@ from schemas.text.gist import gist
 _SEMANTIC = ("semantic", "semantic_before", "semantic_around")  # the model, on the three readings
 _SESSIONS = 3  # the sessions whose best turns are candidates (1 or 3: the same on LoCoMo)
 _VECTORS_KEPT = 8  # prompts whose vectors are kept
+# memory_texts' kind of Claude Code's own memory files, named by their source (analytics.sql):
+# Claude Code loads them itself, so a hook never gives them again
+CLAUDE_CODES_OWN = SOURCE_CLAUDE_MEMORY
 _INJECTION_CANDIDATES = 50  # recalled for the hook's block, which keeps the few that answer
 _SHORTLIST = 50  # candidates weighed by strength and confidence at once, the most relevant first
 
@@ -170,6 +174,7 @@ class Recaller:
         agent: str | None = None,
         global_only: bool = False,
         within_session: str | None = None,
+        hooked: bool = False,
         fusion: Fusion | None = None,
         weighting: Weighting = "cognitive",
         dedup: bool = False,
@@ -179,7 +184,8 @@ class Recaller:
     ) -> Recall:
         """The memories that matter for `prompt`, best first; Overdue past `deadline` (a
         time.monotonic() instant). `answers_only`: questions asked before are left out
-        (block.asked_before), before the `limit` best are taken."""
+        (block.asked_before), before the `limit` best are taken; `hooked`: for a hook, which
+        gives the agent nothing Claude Code loads itself."""
         now = now or datetime.now(UTC)
         fusion = fusion or self.fusion
         prepared = self.prepare(prompt, project=project, as_of=as_of, now=now, deadline=deadline)
@@ -212,6 +218,7 @@ class Recaller:
                 and admitted(features[m], as_of, now, network, category)
                 and _in_scope(features[m], outcome, agent, global_only)
                 and not _in_window(features[m], within_session)
+                and not (hooked and features[m].kind == CLAUDE_CODES_OWN)
                 and not (answers_only and block.asked_before(features[m].kind, features[m].text, said))
             ]
             if len(scored) >= limit:
@@ -260,6 +267,7 @@ class Recaller:
             agent=request.agent,
             global_only=request.global_only,
             within_session=request.session_id if request.hook else None,
+            hooked=request.hook is not None,
             fusion=msgspec.structs.replace(self.fusion, method=request.fusion),
             weighting=request.weighting,
             dedup=request.dedup,

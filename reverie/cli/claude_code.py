@@ -19,6 +19,13 @@ else `reverie mcp` on stdio. Installing again replaces reverie's entries, never 
 them. Each file's bytes from before are kept beside it (*.reverie-backup) for
 `reverie uninstall claude-code`. REVERIE_HOME and REDIS_URL, when set, go into the entries.
 The project scopes take the project of the current folder (the root of its git worktree).
+
+Claude Code deletes its transcripts (~/.claude/projects) older than cleanupPeriodDays days
+(default 30) each time it starts. Install says how many it still holds and how long it keeps
+them; with --keep-transcripts DAYS, or your yes when it asks on a terminal (it never asks
+elsewhere), it raises cleanupPeriodDays in ~/.claude/settings.json (never lowers it; uninstall
+puts back the value from before, unless you changed it since). Then, if the stack runs, it
+imports them in the background (`reverie status` shows how far); else it says how to, later.
 """
 UNINSTALL_HELP = """\
 Puts back each file install changed, byte for byte, if nobody changed it since; otherwise takes
@@ -81,13 +88,35 @@ def _add_installer(commands: Commands, verb: str, does: str, description: str) -
         "and this project's entry in ~/.claude.json, yours alone",
     )
     command.add_argument("--dry-run", action="store_true", help="print what would change, as a diff")
+    if verb == "install":
+        command.add_argument(
+            "--keep-transcripts",
+            type=_days,
+            metavar="DAYS",
+            help="have Claude Code keep its transcripts DAYS days at least (cleanupPeriodDays)",
+        )
+        command.add_argument(
+            "--no-import",
+            action="store_true",
+            help="do not import Claude Code's transcripts in the background",
+        )
     command.set_defaults(func=_install if verb == "install" else _uninstall)
+
+
+def _days(text: str) -> int:
+    try:
+        days = int(text)
+    except ValueError:
+        days = 0
+    if days < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of days, 1 or more")
+    return days
 
 
 def _install(args: argparse.Namespace) -> int:
     from reverie.installing.command import install
 
-    return install(args.scope, args.dry_run)
+    return install(args.scope, args.dry_run, args.keep_transcripts, import_history=not args.no_import)
 
 
 def _uninstall(args: argparse.Namespace) -> int:

@@ -193,3 +193,54 @@ def _forget(args: argparse.Namespace) -> int:
     from reverie import remembering
 
     return remembering.forget_command(args.id, args.reason)
+
+
+def add_curate(commands: Commands) -> None:
+    curate = commands.add_parser(
+        "curate",
+        help="write what reverie trusts into CLAUDE.md's memory section (Claude Code loads it every session)",
+        description="Writes the project's memory section between <!-- MEMORY:START --> and "
+        "<!-- MEMORY:END --> in its CLAUDE.md (appended at the end when the file has no such block; "
+        "every byte outside it stays as it is): # Project Memory, ## Facts (what you remembered, "
+        "observations you promoted, and the project's current standing facts, one line each), "
+        "## Preferences (pinned, stated, or recurring in 5+ sessions) and ## Recent Episodes (the last "
+        "5 episodes and stashes), at most 150 lines; and the same parts as .claude/memory/facts.md, "
+        "preferences.md and episodes.md. Only what recall trusts goes in: current, not forgotten, "
+        "confident, verbatim. Running it again with nothing new changes nothing. Reads the last "
+        "snapshot: the stack need not run.",
+    )
+    curate.add_argument(
+        "--project",
+        help="the project's folder, where its CLAUDE.md is (default: the current folder's project root)",
+    )
+    curate.add_argument("--dry-run", action="store_true", help="show the changes as diffs; write nothing")
+    curate.set_defaults(func=_curate)
+
+
+def _curate(args: argparse.Namespace) -> int:
+    from reverie import curating
+
+    return curating.curate_command(args.project, args.dry_run)
+
+
+def add_stash(commands: Commands) -> None:
+    stash = commands.add_parser(
+        "stash",
+        help="keep where the current session stands (goal, decisions, open threads, next steps) for later",
+        description="Writes .claude/stash/NAME.md at the project's root and records it as an event: the "
+        "session's goal (the user's first prompt), the project's last decisions, the errors it left (open "
+        "threads), the next steps its agent last named and the files it touched, read from the session's "
+        "events. The current session is the project's latest one. `reverie curate` lists stashes among "
+        "the recent episodes of CLAUDE.md's memory section. Reads the last snapshot; the event goes to "
+        "the stack, or to the spool while it is down.",
+    )
+    stash.add_argument("name", nargs="?", help="the stash's name (default: the day and the session's id)")
+    stash.add_argument("--session", help="the session to stash (default: the project's latest)")
+    stash.add_argument("--project", help="the project's folder (default: the current folder's project root)")
+    stash.set_defaults(func=_stash)
+
+
+def _stash(args: argparse.Namespace) -> int:
+    from reverie import stashing
+
+    return stashing.stash_command(args.name, args.project, args.session)

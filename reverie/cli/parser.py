@@ -10,7 +10,17 @@ import argparse
 from collections.abc import Callable
 from typing import TypeAlias
 
-from reverie.cli import claude_code, dashboard, event_log, memory, processes, stack, thinking
+from reverie.cli import (
+    claude_code,
+    dashboard,
+    event_log,
+    exporting,
+    friction,
+    memory,
+    processes,
+    stack,
+    thinking,
+)
 
 # What each group adds its commands to.
 Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
@@ -43,12 +53,16 @@ COMMANDS: tuple[Callable[[Commands], None], ...] = (
     event_log.add_sql,
     event_log.add_replay,
     event_log.add_embed,
+    exporting.add_export,
+    exporting.add_import_json,
     memory.add_recall,
     memory.add_why,
     claude_code.add_install,
     claude_code.add_uninstall,
     memory.add_remember,
     memory.add_forget,
+    memory.add_curate,
+    memory.add_stash,
     claude_code.add_claude_code,
     claude_code.add_mcp,
     processes.add_serve,
@@ -56,6 +70,7 @@ COMMANDS: tuple[Callable[[Commands], None], ...] = (
     processes.add_dispatch,
     processes.add_project,
     thinking.add_reflect,
+    friction.add_friction,
     processes.add_worker,
     processes.add_scheduler,
     thinking.add_think,

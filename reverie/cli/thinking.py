@@ -45,7 +45,8 @@ def add_think(commands: Commands) -> None:
     think = commands.add_parser(
         "think",
         help=f"run memory's scheduled jobs now: {', '.join(f.name for f in jobs)}",
-        description="Each runs every 6 hours anyway (`reverie scheduler`, RQ's cron). "
+        description="Each runs anyway (`reverie scheduler`, RQ's cron): idle every 5 minutes, the others "
+        "every 6 hours. "
         + " ".join(f"{f.name.capitalize()} {f.about}." for f in jobs)
         + " Each derives events, the same ones however often it runs.",
     )

@@ -27,6 +27,7 @@ One module a concern:
 - plan.py: what install and uninstall do to each file of a scope, before anything is written;
 - transaction.py: writing those changes, each file's bytes from before kept, and what was written
   recorded for uninstall;
+- retention.py: how long Claude Code keeps its transcripts, and raising it with the user's consent;
 - stale.py: installed hooks that point at a path that is gone;
 - command.py: the two commands, which plan, show or apply, and say what they did.
 """

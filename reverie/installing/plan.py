@@ -8,6 +8,8 @@ entry in ~/.claude.json. A file whose content would not change is left as it is,
 Uninstall puts back a file's bytes from before install when nobody changed it since install
 wrote it (nor installed another scope into it); else it takes reverie's entries out alone. The
 connection file is left alone while another scope's install (or the plugin's) still needs it.
+Install given a retention raises it in ~/.claude/settings.json, whatever the scope
+(retention.py); uninstall then puts back the value from before, unless the user changed it since.
 """
 
 from __future__ import annotations
@@ -15,12 +17,24 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any
 
 from ingest.project import identify
 from reverie.installing.connection import connection_change, placement, without_connection
 from reverie.installing.entries import mcp_http_server, mcp_server, with_hooks, with_mcp, without_hooks
-from reverie.installing.transaction import BACKUP, Change, InstallError, Record, digest, key, read, recorded
+from reverie.installing.retention import changed_since, raised, with_retention, without_retention
+from reverie.installing.transaction import (
+    BACKUP,
+    Change,
+    InstallError,
+    Kept,
+    Record,
+    digest,
+    key,
+    read,
+    recorded,
+)
 from schemas.settings import Settings
 
 SCOPES = ("user", "project", "local")
@@ -59,11 +73,21 @@ def _dumped(value: dict[str, Any]) -> bytes:
     return (json.dumps(value, indent=2, ensure_ascii=False) + "\n").encode()
 
 
-def _change(path: str, edit: Callable[[dict[str, Any]], dict[str, Any]], private: bool = False) -> Change:
-    """`path` edited; `private`: it will hold a secret (then it is written 0600)."""
+def _change(
+    path: str,
+    edit: Callable[[dict[str, Any]], dict[str, Any]],
+    private: bool = False,
+    keep_days: int | None = None,
+) -> Change:
+    """`path` edited; `private`: it will hold a secret (then it is written 0600); `keep_days`:
+    Claude Code's transcripts kept that many days, at least (retention.py)."""
     before = read(path)
-    after = edit(parsed(path, before))
-    return Change(path, before, before if after == parsed(path, before) else _dumped(after), private=private)
+    found = parsed(path, before)
+    after = edit(found)
+    kept = None
+    if keep_days is not None:
+        after, kept = with_retention(after, keep_days), raised(found, keep_days)
+    return Change(path, before, before if after == found else _dumped(after), private=private, kept=kept)
 
 
 def mcp_entry(
@@ -86,18 +110,29 @@ def mcp_entry(
     return mcp_server(inline), False
 
 
-def plan_install(scope: str, home: str, cwd: str, environ: Mapping[str, str] | None = None) -> list[Change]:
+def plan_install(
+    scope: str,
+    home: str,
+    cwd: str,
+    environ: Mapping[str, str] | None = None,
+    keep_days: int | None = None,
+) -> list[Change]:
     """What install does to each file of the scope, and to the connection file if it is given
-    secrets (see `placement`)."""
+    secrets (see `placement`); given `keep_days`, to the user's settings, which then keep
+    Claude Code's transcripts that many days at least (retention.py), whatever the scope."""
     env = os.environ if environ is None else environ
     placed = placement(scope, env)
     project = project_root(cwd)
     settings_file, mcp_file = files_for(scope, home, project)
+    user_file = files_for("user", home, project)[0]
     entry, private = mcp_entry(scope, project, placed.inline, env)
+    hooked = keep_days if settings_file == user_file else None
     changes = [
-        _change(settings_file, lambda s: with_hooks(s, placed.inline)),
+        _change(settings_file, lambda s: with_hooks(s, placed.inline), keep_days=hooked),
         _change(mcp_file, lambda c: with_mcp(c, project if scope == "local" else None, entry), private),
     ]
+    if keep_days is not None and hooked is None:
+        changes.append(_change(user_file, lambda s: s, keep_days=keep_days))
     if placed.private:
         changes.append(connection_change(Settings.from_env(env).connection_file, placed.private))
     return changes
@@ -124,20 +159,52 @@ def plan_uninstall(
                 del config["projects"]
         return config
 
+    def as_it_was(settings: dict[str, Any]) -> dict[str, Any]:
+        return settings
+
+    user_file = files_for("user", home, project)[0]
+    files: list[tuple[str, Callable[[dict[str, Any]], dict[str, Any]]]] = [
+        (settings_file, taken_out),
+        (mcp_file, taken_out),
+    ]
+    if user_file not in (settings_file, mcp_file) and key(scope, user_file) in records:
+        files.append((user_file, as_it_was))  # it holds the retention alone
     changes = []
-    for path in (settings_file, mcp_file):
+    for path, take_out in files:
         now = read(path)
         record = records.pop(key(scope, path), None)
         alone = not recorded(records, path)  # else another scope's entries are in the file too
         if record is not None and alone and now is not None and digest(now) == record.written:
             changes.append(Change(path, now, read(path + BACKUP) if record.existed else None))
         else:
-            changes.append(_change(path, taken_out))
+            kept = record.kept if record is not None else None
+            changes.append(_change(path, partial(_without, take_out, kept)))
     if connection_file is not None and (record := records.pop(key(scope, connection_file), None)):
         changes.append(
             _connection_taken_back(connection_file, record, alone=not recorded(records, connection_file))
         )
     return changes
+
+
+def _without(
+    take_out: Callable[[dict[str, Any]], dict[str, Any]], kept: Kept | None, settings: dict[str, Any]
+) -> dict[str, Any]:
+    return without_retention(take_out(settings), kept)
+
+
+def retention_changed_since(scope: str, records: dict[str, Record]) -> list[str]:
+    """What to say of each file where install raised the retention and the user changed it since
+    (uninstall leaves their value)."""
+    notes = []
+    for at, record in records.items():
+        path = at.split(" ", 1)[1]
+        if at == key(scope, path) and record.kept is not None:
+            try:
+                note = changed_since(path, parsed(path, read(path)), record.kept)
+            except (InstallError, OSError):
+                continue
+            notes += [note] if note else []
+    return notes
 
 
 def _connection_taken_back(path: str, record: Record, alone: bool) -> Change:

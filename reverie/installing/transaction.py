@@ -29,16 +29,26 @@ class InstallError(Exception):
     """What cannot be installed or uninstalled; the message says why."""
 
 
+class Kept(msgspec.Struct, frozen=True):
+    """Claude Code's transcript retention (`cleanupPeriodDays`) as install found it in a file
+    (None: unset) and as it set it (retention.py)."""
+
+    before: int | None
+    set: int
+
+
 class Change(msgspec.Struct, frozen=True):
     """One file as it is and as it will be (None: absent). A `secret` one is the connection
     file: written 0600 in the private data directory, and its values never shown. A `private`
-    one holds a token in an MCP entry's headers: written 0600 wherever it is."""
+    one holds a token in an MCP entry's headers: written 0600 wherever it is. `kept`: the
+    retention it raises."""
 
     path: str
     before: bytes | None
     after: bytes | None
     secret: bool = False
     private: bool = False
+    kept: Kept | None = None
 
     def diff(self) -> str:
         def lines(data: bytes | None) -> list[str]:
@@ -65,12 +75,13 @@ def _bearer_hidden(line: str) -> str:
 
 
 class Record(msgspec.Struct):
-    """What install wrote to one file: whether it and its folder existed, and the digest of
-    what was written."""
+    """What install wrote to one file: whether it and its folder existed, the digest of what
+    was written, and the retention it raised there (the first value it found, the last it set)."""
 
     existed: bool
     written: str
     made_folder: bool = False
+    kept: Kept | None = None
 
 
 def read(path: str) -> bytes | None:
@@ -131,9 +142,17 @@ def apply_install(scope: str, changes: list[Change], installs: Installs) -> list
         )
         if change in made:
             _put(change)
-        records[at] = Record(existed, digest(change.after), made_folder)
+        records[at] = Record(existed, digest(change.after), made_folder, _kept(record, change.kept))
         installs.save(records)
     return made
+
+
+def _kept(record: Record | None, raised: Kept | None) -> Kept | None:
+    """The retention a file's record keeps: the value before the first raise, the last one set."""
+    first = record.kept if record is not None else None
+    if raised is None or first is None:
+        return raised or first
+    return Kept(first.before, raised.set)
 
 
 def apply_uninstall(scope: str, changes: list[Change], installs: Installs) -> list[Change]:

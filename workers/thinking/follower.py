@@ -12,7 +12,8 @@ model or library a follower needs.
 What a follower may follow:
 - `Batches`: each batch the dispatcher archives, the events of the work in it (not memory's
   own: a recall, a forgetting);
-- `SessionEnds`: each session that ends, all its events;
+- `SessionEnds`: each session that ends, or goes idle for REVERIE_SESSION_IDLE_MINUTES without
+  ending (workers/dynamics/idle.py), all its events;
 - `Schedule`: a clock (RQ's cron), with no events, only the snapshot;
 - `Requests`: someone asks (`reverie reflect`, the MCP tool), and waits for the answer.
 

@@ -41,6 +41,13 @@ FOLLOWERS: list[Follower] = [
         "a session's signals, and the preferences and recurring failures they make",
     ),
     Follower(
+        "idle",
+        Worker("idle", 1),
+        Schedule("*/5 * * * *"),
+        "workers.dynamics.idle:went_idle",
+        "takes a session silent for REVERIE_SESSION_IDLE_MINUTES (30) for ended, and draws it as one",
+    ),
+    Follower(
         "lifecycle",
         Worker("lifecycle", 1),
         Schedule("0 */6 * * *"),

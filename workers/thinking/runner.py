@@ -5,7 +5,7 @@ session's, from the whole log), opens a `Reading`, calls the follower's `derive`
 it derives through one `Emitter` under the follower's worker, so ids follow from the worker and
 the causes; it counts and logs what it emitted. `dispatch` is how the dispatcher hands it a
 batch: one job per follower of batches, and one per follower of session ends and per session
-the batch ends.
+the batch ends (a `session.ended`, or a `session.idled`: workers/dynamics/idle.py).
 A follower of requests is never queued: `ask` runs it where it was asked, emits what it derives
 to the stream (or the spool while the stack is down), and gives back its answer.
 
@@ -31,7 +31,7 @@ from rq.registry import FailedJobRegistry
 
 from ingest.emit import Emitter
 from schemas.events import Event
-from schemas.kinds import SESSION_ENDED, SOURCE_WORKER
+from schemas.kinds import SESSION_ENDED, SESSION_IDLED, SESSION_STARTED, SOURCE_WORKER
 from schemas.registry import WORK_KINDS
 from schemas.settings import Settings
 from schemas.status import Quarantined
@@ -42,6 +42,8 @@ from workers.thinking.registry import named, registered
 
 log = structlog.get_logger("reverie.thinking")
 RETRY_AFTER_S = [5, 30]
+# what ends a session for its followers: it said so, or it went idle (workers/dynamics/idle.py)
+_ENDING = (SESSION_ENDED, SESSION_IDLED)
 
 
 class Segment(msgspec.Struct, frozen=True):
@@ -52,7 +54,7 @@ class Segment(msgspec.Struct, frozen=True):
 
 
 class Session(msgspec.Struct, frozen=True):
-    """A session that ended: all its events, read from the log."""
+    """A session that ended (or went idle): all its events, read from the log."""
 
     session_id: str
 
@@ -154,9 +156,10 @@ def dispatch(queue: Queue, segment: str, events: Sequence[tuple[str, str, str | 
     """What the dispatcher does with a batch it archived in `segment` (each event's id, kind and
     session): a job for each follower of batches, over the events of the work in it (a batch of
     recalls alone teaches nothing), and one for each follower of session ends and each session
-    it ends."""
+    it ends or says went idle; and, for the sessions it starts, one importing Claude Code's own
+    memory files where they began (workers/claude_memory.py: it reads files, not the log)."""
     observed = [event_id for event_id, kind, _ in events if kind in WORK_KINDS]
-    ended = sorted({session for _, kind, session in events if kind == SESSION_ENDED and session})
+    ended = sorted({session for _, kind, session in events if kind in _ENDING and session})
     for follower in registered():
         match follower.follows:
             case Batches() if observed:
@@ -164,6 +167,13 @@ def dispatch(queue: Queue, segment: str, events: Sequence[tuple[str, str, str | 
             case SessionEnds():
                 for session_id in ended:
                     enqueue(queue, follower, Session(session_id))
+    if started := sorted({session for _, kind, session in events if kind == SESSION_STARTED and session}):
+        queue.enqueue(
+            "workers.claude_memory.at_session_start",
+            started,
+            retry=Retry(max=len(RETRY_AFTER_S), interval=RETRY_AFTER_S),
+            description=f"claude-memory of {len(started)} sessions started",
+        )
 
 
 def session_events(event_log_dir: str, session_id: str) -> list[Event]:

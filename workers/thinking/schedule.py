@@ -2,12 +2,13 @@
 enqueues each follower of a `Schedule` (workers/thinking/registry.py) on reverie's queue, as the
 runner's one job, and any worker runs it.
 
-One scheduler process runs per stack (`reverie scheduler`, started by `reverie up`). Every job
-runs every 6 hours (as registered), at its own minute past the hour (cron, local time), so a
-laptop that sleeps at night still dreams during the day, and a stack that starts runs nothing
-until the first of those minutes. HORA dreams at the same pace as its lifecycle: the dream cycle waits for 5
-unconsolidated episodes anyway. Two schedulers (two stacks on one Redis) would enqueue each job
-twice; the jobs emit the same events either way, which the dispatcher keeps once.
+One scheduler process runs per stack (`reverie scheduler`, started by `reverie up`). The idle
+sweep runs every 5 minutes; every other job every 6 hours (as registered), at its own minute
+past the hour (cron, local time), so a laptop that sleeps at night still dreams during the day,
+and a stack that starts runs nothing until the first of those minutes. HORA dreams at the same
+pace as its lifecycle: the dream cycle waits for 5 unconsolidated episodes anyway. Two
+schedulers (two stacks on one Redis) would enqueue each job twice; the jobs emit the same events
+either way, which the dispatcher keeps once.
 
 The same scheduler runs the runner's catch-up (`runner.retry_failed_job`, named CATCH_UP) every
 hour: each derivation that failed every try is queued again.

@@ -1,0 +1,57 @@
+"""Where a session stands, read from a snapshot, for `reverie stash`: what the compaction manifest
+holds (projections/recall/memories.py MANIFEST: the project's last decisions, the files the
+session touched, its last errors), the steps its agent last said were left, and its goal, the
+user's first prompt in it. Deterministic: the same snapshot gives the same stash. Costs a few
+indexed queries.
+"""
+
+import duckdb
+
+from projections.recall.memories import LAST_MESSAGE, MANIFEST
+from schemas.manifest import next_steps
+from schemas.observed import SessionStashed
+
+GOAL_LENGTH = 300  # a goal longer than this is cut at a word, and says so with "…"
+
+_LATEST = """
+SELECT session_id FROM sessions WHERE project = $project ORDER BY last_event_at DESC NULLS LAST, session_id
+LIMIT 1"""
+_GOAL = """
+SELECT clean FROM prompts
+WHERE session_id = $session AND agent = 'main' AND NOT is_noise_clean(clean) AND NOT cancelled(clean)
+    AND NOT starts_with(clean, '/')  -- a slash command (/reverie:stash itself) is no goal
+ORDER BY ts LIMIT 1"""
+
+
+def latest_session(db: duckdb.DuckDBPyConnection, project: str) -> str | None:
+    """The session of `project` that went on last, or None when it has none."""
+    found = db.execute(_LATEST, {"project": project}).fetchone()
+    return found[0] if found else None
+
+
+def standing(db: duckdb.DuckDBPyConnection, project: str, session_id: str, name: str) -> SessionStashed:
+    """Where `session_id` of `project` stands, as the stash called `name`."""
+    given = {"project": project, "session": session_id}
+
+    def values(query: str) -> list[str]:
+        wanted = {k: v for k, v in given.items() if f"${k}" in query}
+        return [value for (value,) in db.execute(query, wanted).fetchall() if value]
+
+    goal = values(_GOAL)
+    last = db.execute(LAST_MESSAGE, given).fetchone()
+    return SessionStashed(
+        name=name,
+        session_id=session_id,
+        goal=_short(goal[0]) if goal else None,
+        decisions=values(MANIFEST["key_decisions"]),
+        open_threads=values(MANIFEST["blockers"]),
+        next_steps=next_steps(last[0] if last else None),
+        files=values(MANIFEST["files_touched"]),
+    )
+
+
+def _short(text: str) -> str:
+    line = " ".join(text.split())
+    if len(line) <= GOAL_LENGTH:
+        return line
+    return line[:GOAL_LENGTH].rsplit(" ", 1)[0] + " …"

@@ -1,0 +1,382 @@
+"""CLAUDE.md's memory section (`reverie curate`) and stashes (`reverie stash`): the block written
+and nothing else, byte for byte, however the file is made; only what recall trusts in it; twice
+the same; a stash's file and event, and the stash among the section's episodes."""
+
+import json
+import os
+import subprocess
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from ingest.claude_md import END, START, MemoryBlockError, body_of, outside, splice
+from ingest.spool import spooled
+from projections import sql
+from projections.curation import LINES, render, section
+from reverie.curating import curate, holds_event
+from reverie.stashing import stash
+from reverie.testing import Folding, make_event
+from schemas import kinds, memory
+from schemas.events import Event, decode_event
+from schemas.observed import (
+    AssistantStopped,
+    MemoryForgotten,
+    MemoryRemembered,
+    ObservationPromoted,
+    PromptSubmitted,
+    SessionStashed,
+    ToolFailed,
+)
+from schemas.settings import Settings
+from tests.support.processes import REVERIE
+
+PROJECT = "/app"
+T0 = datetime(2026, 10, 1, 9, tzinfo=UTC)
+
+BODY = "# Project Memory\n\n## Facts\n- one\n"
+
+
+def test_a_file_without_the_block_keeps_every_byte_and_gets_it_at_its_end() -> None:
+    before = "# My project\n\nRun `make test`.\n"
+    after = splice(before, BODY)
+    assert after.startswith(before)
+    assert after == before + f"\n{START}\n{BODY}{END}\n"
+    assert splice(after, BODY) == after
+    assert body_of(after) == BODY
+
+
+@pytest.mark.parametrize("before", ["", "\ufeff", "no newline at the end"])
+def test_an_empty_file_or_one_without_a_last_newline_is_only_added_to(before: str) -> None:
+    after = splice(before, BODY)
+    assert after.startswith(before) and body_of(after) == BODY
+    assert splice(after, BODY) == after
+
+
+def test_only_the_block_changes_and_the_bytes_around_it_stay() -> None:
+    head = "\ufeff# Notes\n\nKeep  this   spacing\t\n"
+    tail = "\n## After\ntrailing text without newline"
+    before = f"{head}{START}\nold memory\nmore old memory\n{END}{tail}"
+    after = splice(before, BODY)
+    assert after == f"{head}{START}\n{BODY}{END}{tail}"
+    assert splice(after, BODY) == after
+    assert splice(after, "") == f"{head}{START}\n{END}{tail}"
+
+
+def test_windows_line_endings_are_kept_and_used_in_the_block() -> None:
+    before = f"Title\r\n\r\n{START}\r\nold\r\n{END}\r\nafter\r\n"
+    after = splice(before, BODY)
+    assert after == f"Title\r\n\r\n{START}\r\n" + BODY.replace("\n", "\r\n") + f"{END}\r\nafter\r\n"
+    assert "\n" not in after.replace("\r\n", "")
+    appended = splice("a\r\nb\r\n", BODY)
+    assert appended.startswith("a\r\nb\r\n\r\n") and "\n" not in appended.replace("\r\n", "")
+
+
+def test_markers_quoted_in_a_code_block_are_not_the_block() -> None:
+    example = f"How reverie marks it:\n\n```markdown\n{START}\n...\n{END}\n```\n\n~~~\n{END}\n~~~\n"
+    after = splice(example, BODY)
+    assert after.startswith(example) and body_of(after) == BODY
+    real = f"{example}{START}\nold\n{END}\n"
+    assert splice(real, BODY) == f"{example}{START}\n{BODY}{END}\n"
+
+
+@pytest.mark.parametrize(
+    "broken",
+    [
+        f"{START}\nno end\n",
+        f"no start\n{END}\n",
+        f"{END}\nbackwards\n{START}\n",
+        f"{START}\na\n{END}\n{START}\nb\n{END}\n",
+    ],
+)
+def test_markers_that_make_no_single_block_are_refused(broken: str) -> None:
+    with pytest.raises(MemoryBlockError, match="fix the markers by hand"):
+        splice(broken, BODY)
+
+
+def test_readers_of_claude_md_leave_the_block_out() -> None:
+    text = f"mine\n{START}\nreverie's\n{END}\nmine too\n"
+    assert outside(text) == "mine\nmine too\n"
+    assert outside("no block\n") == "no block\n"
+
+
+def _at(minutes: float) -> datetime:
+    return T0 + timedelta(minutes=minutes)
+
+
+def _event(
+    n: int, kind: str, payload: msgspec.Struct, *, derived: bool = False, session: str | None = None
+) -> Event:
+    return make_event(
+        kind,
+        payload,
+        id=f"01M{n:023d}",
+        ts=_at(n),
+        recorded_at=_at(n),
+        project=PROJECT,
+        source=kinds.SOURCE_WORKER if derived else kinds.SOURCE_CLI,
+        session_id=session,
+        caused_by=("01CAUSE",) if derived else (),
+    )
+
+
+def _fact(n: int, description: str, **fields: object) -> Event:
+    said = {"fact_id": f"fact:{n}", "source": "entity:app", "relation": "learned_that", "valid_at": _at(n)}
+    said |= {"description": description, "category": "decisions", **fields}
+    return _event(n, kinds.FACT_ASSERTED, msgspec.convert(said, memory.FactAsserted), derived=True)
+
+
+def _derived(n: int, kind: str, payload: msgspec.Struct) -> Event:
+    return _event(n, kind, payload, derived=True)
+
+
+def _observation(n: int, statement: str, confidence: float) -> Event:
+    formed = memory.ObservationFormed(
+        observation_id=f"obs:{n - 18}", statement=statement, confidence=confidence
+    )
+    return _derived(n, kinds.OBSERVATION_FORMED, formed)
+
+
+def _episode(n: int) -> Event:
+    recorded = memory.EpisodeRecorded(
+        episode_id=f"episode:{n}", session_id=f"s{n}", title=f"Session {n}", summary="...",
+        started_at=_at(30 + n), outcome="success" if n == 5 else "unknown",
+    )  # fmt: skip
+    return _derived(30 + n, kinds.EPISODE_RECORDED, recorded)
+
+
+def _preference(n: int, preference_id: str, statement: str, strength: float) -> Event:
+    crystal = memory.PreferenceCrystallized(
+        preference_id=preference_id, statement=statement, strength=strength, evidence=9
+    )
+    return _derived(n, kinds.PREFERENCE_CRYSTALLIZED, crystal)
+
+
+def _memory_story() -> list[Event]:
+    library = memory.EntityObserved(
+        entity_id="library:left-pad", type="library", name="left-pad", normalized_name="left-pad",
+        properties={"manifest": "package.json"},
+    )  # fmt: skip
+    return [
+        _event(1, kinds.MEMORY_REMEMBERED, MemoryRemembered(text="We deploy on Fridays only  with a freeze")),
+        _event(
+            2, kinds.MEMORY_REMEMBERED, MemoryRemembered(text="Offset pagination timed out", outcome="failed")
+        ),
+        _fact(3, "Chose PostgreSQL over MongoDB for ACID requirements"),
+        _fact(4, "Use ruff for linting", category="patterns", relation="uses"),
+        _fact(5, "The API answers 409 on a retried payment", category="errors", memory_type="procedural"),
+        _fact(6, "Old: tests run with nose", category="patterns"),
+        _derived(7, kinds.FACT_SUPERSEDED, memory.FactSuperseded(fact_id="fact:6", by_fact_id="fact:8")),
+        _fact(8, "Tests run with pytest -x", category="patterns"),
+        _fact(9, "A guess about caching", confidence=0.5),
+        _fact(10, "Monday we shipped v2", memory_type="episodic"),
+        _fact(11, "first line\nsecond line"),
+        _fact(12, "alice created the login page", relation="created"),
+        _fact(13, "Wrong fact the user forgot"),
+        _event(14, kinds.MEMORY_FORGOTTEN, MemoryForgotten(memory_id="fact:13", reason="wrong")),
+        _derived(15, kinds.ENTITY_OBSERVED, library),
+        _fact(16, "app depends on left-pad 1.3", relation="depends_on", target=library.entity_id),
+        _fact(17, "Chose PostgreSQL over MongoDB for ACID requirements"),  # said again: once
+        _fact(18, "Holds everywhere", scope="global"),
+        _event(
+            23, kinds.MEMORY_REMEMBERED, MemoryRemembered(text="Reviewers read diffs first", agent="reviewer")
+        ),
+        _observation(19, "Migrations break when run twice", 0.95),
+        _observation(20, "Builds are slow on Mondays", 0.93),
+        _observation(21, "Maybe flaky", 0.5),
+        _event(22, kinds.OBSERVATION_PROMOTED, ObservationPromoted(observation_id="obs:1", promoted=True)),
+        *[_episode(n) for n in range(6)],
+        _preference(40, "p:weak", "Prefer tabs", 0.6),
+        _preference(41, "p:strong", "Use pnpm, never npm", 5 / 7),
+    ]
+
+
+def _section(folding: Folding, settings: Settings, *batches: list[Event]) -> str:
+    folding.fold(*batches)
+    db = sql.connect(settings, snapshot_required=True, files=False)
+    try:
+        return render(section(db, PROJECT))
+    finally:
+        db.close()
+
+
+def test_the_section_holds_only_what_recall_trusts_each_once(folding: Folding, settings: Settings) -> None:
+    text = _section(folding, settings, _memory_story())
+    facts = text.split("## Facts\n")[1].split("\n\n")[0].splitlines()
+    assert facts == [
+        "- We deploy on Fridays only with a freeze",
+        "- Anti-pattern (it failed): Offset pagination timed out",
+        "- Observation reverie formed (confidence 0.95): Migrations break when run twice",
+        "- Chose PostgreSQL over MongoDB for ACID requirements",
+        "- Tests run with pytest -x",
+        "- Use ruff for linting",
+        "- The API answers 409 on a retried payment",
+    ]
+    preferences = text.split("## Preferences\n")[1].split("\n\n")[0].splitlines()
+    assert preferences == ["- Use pnpm, never npm (recurring: stated in 5 sessions)"]
+    episodes = text.split("## Recent Episodes\n")[1].splitlines()
+    assert episodes == [
+        "- 2026-10-01 Session 5 (success)", "- 2026-10-01 Session 4", "- 2026-10-01 Session 3",
+        "- 2026-10-01 Session 2", "- 2026-10-01 Session 1",
+    ]  # fmt: skip
+    assert text.startswith("# Project Memory\n")
+
+
+def test_observations_above_the_bar_are_offered_not_written(folding: Folding, settings: Settings) -> None:
+    folding.fold(_memory_story())
+    db = sql.connect(settings, snapshot_required=True, files=False)
+    try:
+        part = section(db, PROJECT)
+    finally:
+        db.close()
+    assert [(o.observation_id, o.statement) for o in part.offered] == [
+        ("obs:2", "Builds are slow on Mondays")
+    ]
+    assert not any("Mondays" in fact for fact in part.facts)
+
+
+def test_the_section_fits_its_line_budget_facts_giving_way(folding: Folding, settings: Settings) -> None:
+    many = [_fact(100 + n, f"Standing rule number {n}") for n in range(300)]
+    text = _section(folding, settings, _memory_story(), many)
+    assert len(text.splitlines()) == LINES
+    assert "Use pnpm" in text and "Session 5" in text
+
+
+def test_curate_writes_the_block_and_the_three_files_and_twice_changes_nothing(
+    folding: Folding, settings: Settings, tmp_path: Path
+) -> None:
+    folding.fold(_memory_story())
+    claude_md = tmp_path / "CLAUDE.md"
+    mine = "# Team notes\r\n\r\nNever push to main.\r\n"
+    claude_md.write_bytes(mine.encode())
+    claude_md.chmod(0o640)
+    preview = curate(settings, PROJECT, str(tmp_path), dry_run=True)
+    assert len(preview.changed) == 4 and claude_md.read_bytes() == mine.encode()
+    assert not (tmp_path / ".claude").exists()
+    done = curate(settings, PROJECT, str(tmp_path), dry_run=False)
+    assert sorted(os.path.relpath(p, tmp_path) for p in done.changed) == [
+        ".claude/memory/episodes.md", ".claude/memory/facts.md", ".claude/memory/preferences.md", "CLAUDE.md",
+    ]  # fmt: skip
+    written = claude_md.read_bytes().decode()
+    assert (
+        written.startswith(mine) and "Chose PostgreSQL" in written and "\n" not in written.replace("\r\n", "")
+    )
+    assert claude_md.stat().st_mode & 0o777 == 0o640
+    facts = (tmp_path / ".claude/memory/facts.md").read_text()
+    assert facts.startswith("# Facts\n\n- We deploy on Fridays only with a freeze\n")
+    again = curate(settings, PROJECT, str(tmp_path), dry_run=False)
+    assert again.changed == [] and claude_md.read_bytes().decode() == written
+
+
+def test_a_fact_updated_replaces_the_old_one_in_the_file(
+    folding: Folding, settings: Settings, tmp_path: Path
+) -> None:
+    folding.fold(_memory_story())
+    curate(settings, PROJECT, str(tmp_path), dry_run=False)
+    replaced = memory.FactSuperseded(fact_id="fact:4", by_fact_id="fact:60")
+    folding.fold([_fact(60, "Use ruff and mypy for linting", category="patterns"),
+                  _event(61, kinds.FACT_SUPERSEDED, replaced, derived=True)])  # fmt: skip
+    curate(settings, PROJECT, str(tmp_path), dry_run=False)
+    text = (tmp_path / "CLAUDE.md").read_text()
+    assert "- Use ruff and mypy for linting\n" in text and "- Use ruff for linting\n" not in text
+
+
+def test_reverie_curate_explains_markers_it_cannot_trust_and_writes_nothing(
+    env: dict[str, str], folding: Folding, tmp_path: Path
+) -> None:
+    folding.fold(_memory_story())
+    project = tmp_path / "app"
+    project.mkdir()
+    broken = f"notes\n{START}\nhalf a block\n".encode()
+    (project / "CLAUDE.md").write_bytes(broken)
+    ran = subprocess.run(
+        [*REVERIE, "curate", "--project", str(project)], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert ran.returncode == 1 and "fix the markers by hand" in ran.stderr and "Traceback" not in ran.stderr
+    assert (project / "CLAUDE.md").read_bytes() == broken and not (project / ".claude").exists()
+    dry = subprocess.run(
+        [*REVERIE, "curate", "--project", str(project / "nowhere")], env=env, capture_output=True, text=True,
+        timeout=60,
+    )  # fmt: skip
+    assert dry.returncode == 1 and "no such folder" in dry.stderr
+
+
+def test_a_stash_says_where_the_session_stands_in_its_file_and_event(
+    folding: Folding, settings: Settings, tmp_path: Path
+) -> None:
+    session = "5e55-1"
+    said = "Done with the parser.\n\nNext steps:\n- wire the CLI\n- [x] write tests\n- update the docs\n"
+    failed = ToolFailed(
+        session_id=session,
+        tool_name="Bash",
+        error="make: *** [test] Error 1",
+        tool_input={"command": "make test"},
+    )
+    prompted = PromptSubmitted(session_id=session, prompt="Build the CSV parser")
+    stopped = AssistantStopped(session_id=session, last_assistant_message=said)
+    folding.fold(
+        [
+            _event(1, kinds.PROMPT_SUBMITTED, prompted, session=session),
+            _event(2, kinds.TOOL_FAILED, failed, session=session),
+            _event(3, kinds.ASSISTANT_STOPPED, stopped, session=session),
+            _fact(4, "Chose csv.reader over pandas for the parser"),
+        ]
+    )
+    settings = Settings(
+        settings.home, redis_url=f"unix://{tmp_path}/nobody-listens.sock"
+    )  # the stack is down
+    done = stash(settings, PROJECT, str(tmp_path), "parser-work", None, kinds.SOURCE_CLI)
+    assert done.went_to == "spool" and done.path == str(tmp_path / ".claude/stash/parser-work.md")
+    assert done.stash == SessionStashed(
+        name="parser-work",
+        session_id=session,
+        goal="Build the CSV parser",
+        decisions=["Chose csv.reader over pandas for the parser"],
+        open_threads=["Bash: make: *** [test] Error 1"],
+        next_steps=["wire the CLI", "update the docs"],
+    )
+    text = Path(done.path).read_text()
+    assert (
+        "## Goal\n- Build the CSV parser\n" in text
+        and "## Next steps\n- wire the CLI\n- update the docs\n" in text
+    )
+    [path] = spooled(settings.spool_dir, 0)
+    event = decode_event(Path(path).read_bytes())
+    assert (event.kind, event.session_id, event.project) == (kinds.SESSION_STASHED, session, PROJECT)
+    assert json.loads(bytes(event.payload))["next_steps"] == ["wire the CLI", "update the docs"]
+    folding.fold([event])
+    curate(settings, PROJECT, str(tmp_path), dry_run=False)
+    episodes = (tmp_path / ".claude/memory/episodes.md").read_text()
+    assert (
+        f"- {event.ts:%Y-%m-%d} stash parser-work: Build the CSV parser; next: wire the CLI; "
+        "update the docs\n" in episodes
+    )
+    with pytest.raises(ValueError, match="a stash's name"):
+        stash(settings, PROJECT, str(tmp_path), "../escape", None, kinds.SOURCE_CLI)
+
+
+def test_curating_after_an_event_waits_for_the_snapshot_to_hold_it(
+    folding: Folding, settings: Settings
+) -> None:
+    remembered = _event(1, kinds.MEMORY_REMEMBERED, MemoryRemembered(text="Ship on green only"))
+    assert not holds_event(settings, remembered.id, timeout=0)
+    folding.fold([remembered])
+    assert holds_event(settings, remembered.id, timeout=0)
+
+
+def test_export_markdown_writes_the_sections_three_files(
+    env: dict[str, str], folding: Folding, tmp_path: Path
+) -> None:
+    folding.fold(_memory_story())
+    out = tmp_path / "shared" / "memory"
+    ran = subprocess.run(
+        [*REVERIE, "export", "markdown", str(out), "--project", PROJECT],
+        env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["episodes.md", "facts.md", "preferences.md"]
+    assert (
+        out / "preferences.md"
+    ).read_text() == "# Preferences\n\n- Use pnpm, never npm (recurring: stated in 5 sessions)\n"
+    assert "- Chose PostgreSQL over MongoDB for ACID requirements\n" in (out / "facts.md").read_text()
