@@ -6,59 +6,78 @@ lines, the text around them, a byte-order mark, the line endings the file uses. 
 counts on a line of its own outside a fenced code block (``` or ~~~), so a README quoting the
 markers in an example is not taken for the block. A file without the block gets it appended; a
 file that holds one marker without the other, or two blocks, is refused (MemoryBlockError):
-which text is reverie's would be a guess.
+which text is reverie's would be a guess; so is one that ends inside a code block (the block
+appended would be code).
 
 Readers of CLAUDE.md (the import of Claude Code's own memory) use `outside` to leave the block
-out: it is reverie's, and reading it back would be an echo. Pure text, standard library only.
+out: it is reverie's, and reading it back would be an echo; and `lines_in_code` to read fences
+as this module does. Pure text, standard library only.
 """
 
 import re
+from collections.abc import Iterator
 from typing import NamedTuple
 
 START = "<!-- MEMORY:START -->"
 END = "<!-- MEMORY:END -->"
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 _BLANK = " \t\ufeff"  # around a marker: spaces, tabs, and the byte-order mark of a file opening with it
 
 
 class MemoryBlockError(ValueError):
-    """The file's markers do not make one block."""
+    """The file's markers do not make one block, or it ends inside a code block."""
 
 
 class Block(NamedTuple):
-    """Where the block's body lies: from the end of the START line to the start of the END line."""
+    """Where the block lies: its START line from `start`, its body from `body_start` to
+    `body_end` (where the END line begins), the END line (and its break) until `end`."""
 
+    start: int
     body_start: int
     body_end: int
+    end: int
+
+
+def lines_in_code(text: str) -> Iterator[tuple[str, bool]]:
+    """Each line of `text` (with its break), and whether it belongs to a fenced code block (its
+    fences included), as CommonMark reads fences: ``` or ~~~ (3 or more, indented 3 spaces at
+    most; a backtick fence's info string holds no backtick), closed by a run of the same
+    character at least as long, with nothing but spaces or tabs after it."""
+    fence: str | None = None
+    for line in text.splitlines(keepends=True):
+        opened = _FENCE.match(line.rstrip("\r\n"))
+        if fence is None and opened and not (opened.group(1)[0] == "`" and "`" in opened.group(2)):
+            fence = opened.group(1)
+            yield line, True
+        elif fence is not None:
+            if opened and opened.group(1).startswith(fence) and not opened.group(2).strip(" \t"):
+                fence = None  # the same character, at least as many, nothing after but blanks
+            yield line, True
+        else:
+            yield line, False
 
 
 def find_block(text: str) -> Block | None:
     """The block of `text`, or None when it has no marker; MemoryBlockError when its markers
     do not make exactly one block."""
     starts: list[tuple[int, int]] = []  # (start of the line, end of the line with its break)
-    ends: list[int] = []
-    fence: str | None = None
+    ends: list[tuple[int, int]] = []
     at = 0
-    for line in text.splitlines(keepends=True):
-        bare = line.rstrip("\r\n")
-        opened = _FENCE.match(bare)
-        if fence is None and opened:
-            fence = opened.group(1)[0] * len(opened.group(1))
-        elif fence is not None and opened and opened.group(1).startswith(fence) and not bare.strip(" `~"):
-            fence = None
-        elif fence is None and bare.strip(_BLANK) == START:
+    for line, in_code in lines_in_code(text):
+        marker = line.strip(_BLANK + "\r\n")
+        if not in_code and marker == START:
             starts.append((at, at + len(line)))
-        elif fence is None and bare.strip(_BLANK) == END:
-            ends.append(at)
+        elif not in_code and marker == END:
+            ends.append((at, at + len(line)))
         at += len(line)
     if not starts and not ends:
         return None
-    if len(starts) != 1 or len(ends) != 1 or ends[0] < starts[0][1]:
+    if len(starts) != 1 or len(ends) != 1 or ends[0][0] < starts[0][1]:
         raise MemoryBlockError(
             f"the file has {len(starts)} {START} and {len(ends)} {END} lines outside code blocks: "
             "reverie writes only between one START line and one END line after it; fix the markers by hand"
         )
-    return Block(starts[0][1], ends[0])
+    return Block(starts[0][0], starts[0][1], ends[0][0], ends[0][1])
 
 
 def line_break(text: str) -> str:
@@ -70,22 +89,25 @@ def line_break(text: str) -> str:
 def splice(text: str, body: str) -> str:
     """`text` with the block's body replaced by `body` (its lines broken with "\\n"), or the block
     appended after a blank line when there is none; the result uses `text`'s line breaks, and
-    every byte outside the block is `text`'s."""
+    every byte outside the block is `text`'s. MemoryBlockError when the markers make no single
+    block, or when a file without one ends inside a code block (the block would be code)."""
     newline = line_break(text)
     inner = "".join(line + newline for line in body.splitlines())
     block = find_block(text)
     if block is not None:
         return text[: block.body_start] + inner + text[block.body_end :]
+    if _ends_in_code(text):
+        raise MemoryBlockError("the file ends inside a code block (a fence never closed): close it first")
     if not text.strip("\ufeff"):
         return text + START + newline + inner + END + newline
     joint = "" if text.endswith(("\n", "\r")) else newline
     return text + joint + newline + START + newline + inner + END + newline
 
 
-def body_of(text: str) -> str | None:
-    """What the block holds now, or None when the file has none."""
-    block = find_block(text)
-    return None if block is None else text[block.body_start : block.body_end]
+def _ends_in_code(text: str) -> bool:
+    """Whether a line added at the end of `text` would be code (a fence left open)."""
+    joint = "" if not text or text.endswith(("\n", "\r")) else "\n"
+    return list(lines_in_code(text + joint + "x"))[-1][1]
 
 
 def outside(text: str) -> str:
@@ -95,9 +117,4 @@ def outside(text: str) -> str:
         block = find_block(text)
     except MemoryBlockError:
         return text
-    if block is None:
-        return text
-    start = text.rfind(START, 0, block.body_start)
-    start = text.rfind("\n", 0, start) + 1
-    end_line = text.find("\n", block.body_end)
-    return text[:start] + (text[end_line + 1 :] if end_line >= 0 else "")
+    return text if block is None else text[: block.start] + text[block.end :]

@@ -38,7 +38,7 @@ from typing import Literal
 
 import msgspec
 
-from ingest.claude_md import outside
+from ingest.claude_md import lines_in_code, outside
 from ingest.project import project_key
 from schemas.ids import derived_event_id
 from schemas.observed import ClaudeMemoryOrigin, ClaudeMemoryRead
@@ -46,7 +46,6 @@ from schemas.observed import ClaudeMemoryOrigin, ClaudeMemoryRead
 SECTION_LIMIT = 2000  # characters of a memory, as `reverie remember`'s
 FILE_LIMIT = 1 << 20  # bytes read of a file: memory files are a few KB
 _HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
 Scope = Literal["project", "global"]
 
@@ -176,18 +175,9 @@ def _lines(text: str) -> Iterator[tuple[str, tuple[int, str] | None]]:
     lines = outside(text).replace("\r\n", "\n").replace("\r", "\n").split("\n")
     if lines and lines[0].strip() == "---" and "---" in (rest := [line.strip() for line in lines[1:]]):
         lines = lines[rest.index("---") + 2 :]
-    fence: str | None = None
-    for line in lines:
-        stripped = line.strip()
-        if (opened := _FENCE.match(line)) is not None:
-            marker = opened.group(1)
-            if fence is None:
-                fence = marker
-            elif marker[0] == fence[0] and len(marker) >= len(fence) and not stripped.strip(marker[0]):
-                fence = None
-            yield line, None
-            continue
-        heading = _HEADING.match(line) if fence is None else None
+    for line, in_code in lines_in_code("\n".join(lines)):
+        line = line.rstrip("\n")
+        heading = None if in_code else _HEADING.match(line)
         yield line, (len(heading.group(1)), (heading.group(2) or "").strip()) if heading else None
 
 

@@ -1,8 +1,8 @@
 """Where a session stands, read from a snapshot, for `reverie stash`: what the compaction manifest
 holds (projections/recall/memories.py MANIFEST: the project's last decisions, the files the
 session touched, its last errors), the steps its agent last said were left, and its goal, the
-user's first prompt in it. Deterministic: the same snapshot gives the same stash. Costs a few
-indexed queries.
+user's first prompt in it (not a slash command). Deterministic: the same snapshot gives the same
+stash. Costs a few indexed queries. `turns` gives what was said in it, for an LLM to word it.
 """
 
 import duckdb
@@ -12,6 +12,7 @@ from schemas.manifest import next_steps
 from schemas.observed import SessionStashed
 
 GOAL_LENGTH = 300  # a goal longer than this is cut at a word, and says so with "…"
+SAID_LENGTH = 12_000  # characters of the session's turns an LLM is given to word a stash (the last)
 
 _LATEST = """
 SELECT session_id FROM sessions WHERE project = $project ORDER BY last_event_at DESC NULLS LAST, session_id
@@ -21,6 +22,32 @@ SELECT clean FROM prompts
 WHERE session_id = $session AND agent = 'main' AND NOT is_noise_clean(clean) AND NOT cancelled(clean)
     AND NOT starts_with(clean, '/')  -- a slash command (/reverie:stash itself) is no goal
 ORDER BY ts LIMIT 1"""
+
+
+_TURNS = """
+SELECT event_id, who, clean FROM (
+    SELECT event_id, ts, 'the user' AS who, clean FROM prompts
+    WHERE session_id = $session AND agent = 'main' AND NOT is_noise_clean(clean)
+    UNION ALL
+    SELECT event_id, ts, 'the agent', clean FROM messages
+    WHERE session_id = $session AND agent = 'main' AND NOT is_noise_clean(clean)
+) ORDER BY ts, event_id"""
+
+
+def turns(db: duckdb.DuckDBPyConnection, session_id: str) -> tuple[list[str], str | None]:
+    """What the user and the agent said in the session, oldest first, the last SAID_LENGTH
+    characters of it (each turn whole, or cut at its start); and the id of its last turn (what a
+    stash worded from them is caused by), None when it has none."""
+    rows = db.execute(_TURNS, {"session": session_id}).fetchall()
+    said: list[str] = []
+    room = SAID_LENGTH
+    for _, who, text in reversed(rows):
+        line = f"{who}: {' '.join(text.split())}"
+        said.append(line if len(line) <= room else "…" + line[-room:])
+        room -= len(line)
+        if room <= 0:
+            break
+    return said[::-1], rows[-1][0] if rows else None
 
 
 def latest_session(db: duckdb.DuckDBPyConnection, project: str) -> str | None:

@@ -11,7 +11,6 @@ nothing. Reads the projections' newest snapshot: the stack need not run.
 
 import difflib
 import os
-import tempfile
 import time
 from pathlib import Path
 
@@ -34,17 +33,23 @@ class Written(msgspec.Struct, frozen=True):
     unchanged: list[str]
 
 
-def curate(settings: Settings, project: str, root: str, dry_run: bool, show: bool = False) -> Written:
-    """Write `project`'s memory section into `root`'s CLAUDE.md and .claude/memory/ (or, with
-    `dry_run`, print what would change). MemoryBlockError when CLAUDE.md's markers make no
-    single block; NoSnapshot before the projector's first snapshot."""
+def section_of(settings: Settings, project: str) -> Section:
+    """`project`'s memory section, as the newest snapshot holds it (NoSnapshot before the first)."""
     from projections.sql import connect
 
     db = connect(settings, snapshot_required=True, files=False)
     try:
-        part = section(db, project)
+        return section(db, project)
     finally:
         db.close()
+
+
+def curate(settings: Settings, project: str, root: str, dry_run: bool, show: bool = False) -> Written:
+    """Write `project`'s memory section into `root`'s CLAUDE.md and .claude/memory/ (or, with
+    `dry_run`, print what would change). MemoryBlockError when CLAUDE.md's markers make no
+    single block; UnicodeDecodeError when a file is not UTF-8 (nothing is written);
+    NoSnapshot before the projector's first snapshot."""
+    part = section_of(settings, project)
     block = render(part)
     claude_md = os.path.join(root, "CLAUDE.md")
     wanted = {claude_md: splice(_read(claude_md), block)}
@@ -54,7 +59,7 @@ def curate(settings: Settings, project: str, root: str, dry_run: bool, show: boo
         if dry_run and show:
             _show_diff(path, _read(path), wanted[path])
         elif not dry_run:
-            write_in_project(path, wanted[path])
+            write_in_project(path, wanted[path], root)
     unchanged = [path for path in wanted if path not in changed]
     return Written(part, len(block.splitlines()), changed, unchanged)
 
@@ -62,16 +67,9 @@ def curate(settings: Settings, project: str, root: str, dry_run: bool, show: boo
 def export_markdown(settings: Settings, project: str, directory: str) -> list[str]:
     """`project`'s memory section as seed 004's three files in `directory`; the paths written.
     NoSnapshot before the projector's first snapshot."""
-    from projections.sql import connect
-
-    db = connect(settings, snapshot_required=True, files=False)
-    try:
-        part = section(db, project)
-    finally:
-        db.close()
     written = []
-    for name, text in files(part).items():
-        write_in_project(path := os.path.join(directory, name), text)
+    for name, text in files(section_of(settings, project)).items():
+        write_in_project(path := os.path.join(directory, name), text, directory)
         written.append(path)
     return written
 
@@ -125,24 +123,22 @@ def _read(path: str) -> str:
         return ""
 
 
-def write_in_project(path: str, text: str) -> None:
-    """`text` into `path` at once (a reader sees the old file or the new, never half), with the
-    old file's permissions."""
-    folder = os.path.dirname(path)
-    os.makedirs(folder, exist_ok=True)
+def write_in_project(path: str, text: str, root: str) -> None:
+    """`text` into `path` at once and durably (a reader, or a crash, sees the old file or the new,
+    never half), with the old file's permissions; through a symbolic link to the file it names
+    (CLAUDE.md is often a link to AGENTS.md), which stays a link, as long as that file is in the
+    folder `root` (a cloned repository's link to ~/.bashrc is refused: OSError)."""
+    from schemas.disk.files import write_durably
+
+    real = os.path.realpath(path)
+    if os.path.commonpath([real, os.path.realpath(root)]) != os.path.realpath(root):
+        raise OSError(f"{path} leads out of {root} (to {real}): left alone")
     try:
-        mode = os.stat(path).st_mode & 0o7777
+        mode = os.stat(real).st_mode & 0o7777
     except FileNotFoundError:
         mode = _NEW_FILE_MODE
-    fd, temporary = tempfile.mkstemp(dir=folder, prefix=".reverie-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(text.encode("utf-8"))
-        os.chmod(temporary, mode)
-        os.replace(temporary, path)
-    except BaseException:
-        os.unlink(temporary)
-        raise
+    write_durably(os.path.dirname(real), os.path.basename(real), text.encode("utf-8"))
+    os.chmod(real, mode)
 
 
 def _show_diff(path: str, before: str, after: str) -> None:
@@ -174,6 +170,8 @@ def curate_command(project_value: str | None, dry_run: bool) -> int:
         )
     except MemoryBlockError as e:
         return fail(f"{os.path.join(root, 'CLAUDE.md')}: {e}")
+    except UnicodeDecodeError as e:
+        return fail(f"a file reverie would write is not UTF-8, so it is left alone: {e}")
     except OSError as e:
         return fail(f"cannot write the memory section: {e}")
     part = done.section

@@ -218,6 +218,8 @@ def _append(
             progress.advance(task)
             try:
                 event = decode_event(line)
+                if event.project != header.project:  # a file exports one project: nothing lands in another
+                    raise Rejected(f"an event of {event.project!r} in an export of {header.project!r}")
                 if event.id in known:
                     done.known += 1
                     continue

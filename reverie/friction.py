@@ -22,8 +22,10 @@ import msgspec
 
 from ingest.emit import Emitter, Worker
 from ingest.project import identify, project_key
+from ingest.redact import redact_text
 from ingest.transcripts import ImportedEvent, Places, find_transcripts, read_transcript
 from reverie.console import fail, out, print_rows, progress_bar
+from reverie.curating import write_in_project
 from schemas import kinds
 from schemas.events import Event
 from schemas.settings import Settings
@@ -158,9 +160,8 @@ def write(
         "antigen_candidates.json": msgspec.json.format(msgspec.json.encode(antigens)),
         "antigen_review.md": report.review(antigens).encode(),
     }
-    for name, data in files.items():
-        with open(os.path.join(folder, name), "wb") as f:
-            f.write(data)
+    for name, data in files.items():  # quotes of prompts and errors: secrets out, as the hook takes them out
+        write_in_project(os.path.join(folder, name), redact_text(data.decode()), folder)
     return folder
 
 

@@ -327,7 +327,7 @@ def _curate_tool(settings: Settings, where: Where) -> Callable[..., str]:
             raise ToolError(f"{after} is not in memory yet (is the stack running?): try again in a moment")
         try:
             done = curate(settings, place.project, root, dry_run)
-        except (MemoryBlockError, NoSnapshot) as e:
+        except (MemoryBlockError, NoSnapshot, UnicodeDecodeError) as e:
             raise ToolError(str(e)) from None
         verb = "Would change" if dry_run else "Wrote"
         said = f"{verb} {', '.join(done.changed)}" if done.changed else "Nothing to change: up to date"

@@ -3,7 +3,9 @@ the decisions, the open threads, the next steps, the files it touched), kept in
 `.claude/stash/NAME.md` at the project's root and as a `session.stashed` event, which CLAUDE.md's
 memory section lists among its recent episodes (`reverie curate`).
 
-Read from the session's own events (projections/stashing.py), deterministically. The current
+Read from the session's own events (projections/stashing.py), deterministically; worded by the
+LLM when one is configured (workers/stashes.py, within its daily budget; what it cost recorded as
+`llm.used`; the stash read from the events stands when it cannot). The current
 session is the project's one that went on last (the one a `/reverie:stash` is typed in), unless
 one is named. The event goes to the stack, or to the spool while it is down: nothing is lost.
 """
@@ -14,12 +16,14 @@ from datetime import UTC, datetime
 
 import msgspec
 
+from ingest.emit import Worker
 from reverie.curating import write_in_project
 from schemas import kinds
 from schemas.observed import SessionStashed
 from schemas.settings import Settings
 
 STASH_DIR = os.path.join(".claude", "stash")
+WORDING = Worker("stash", 1)  # who derives what wording a stash cost (`llm.used`)
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")
 
 
@@ -36,34 +40,49 @@ def stash(
     """Stash where `session_id` (or `project`'s latest session) stands as `name` (or the day and
     the session's first characters). ValueError for a name that is no file name, or when the
     project has no session yet; NoSnapshot before the projector's first snapshot."""
+    from ingest.emit import Emitter
     from projections.sql import connect
-    from projections.stashing import latest_session, standing
-    from reverie.remembering import record
+    from projections.stashing import latest_session, standing, turns
+    from workers.llm.config import configured
+    from workers.redis_client import connect as redis_of
+    from workers.stashes import with_llm
+    from workers.thinking.reading import tokens_today
 
     if name is not None and not _NAME.fullmatch(name):
         raise ValueError(f"{name!r}: a stash's name is letters, digits, '.', '_' and '-' (80 at most)")
+    llm = configured(settings)
+    used, cause = None, None
     db = connect(settings, snapshot_required=True, files=False)
     try:
         session_id = session_id or latest_session(db, project)
         if session_id is None:
             raise ValueError(f"no session of {project} is recorded yet: nothing to stash")
         now = datetime.now(UTC)
-        name = name or f"{now:%Y-%m-%d}-{session_id[:8]}"
+        name = name or f"{now:%Y-%m-%d}-" + re.sub(r"[^A-Za-z0-9._-]", "-", session_id[:8])
         stand = standing(db, project, session_id, name)
+        if llm is not None:
+            said, cause = turns(db, session_id)
+            if said:
+                worded, used = with_llm(llm, stand, said, tokens_today(db))
+                stand = worded or stand
     finally:
         db.close()
     path = os.path.join(root, STASH_DIR, f"{name}.md")
-    write_in_project(path, markdown(stand, project, now))
-    done = record(settings, source, kinds.SESSION_STASHED, stand, project, session_id=session_id)
-    return Stashed(stand, path, done.event_id, done.went_to)
+    write_in_project(path, markdown(stand, project, now), root)
+    with Emitter(redis_of(settings, timeout=2.0), source, WORDING, spool=settings) as out:
+        if used is not None and cause is not None:
+            out.emit(kinds.LLM_USED, used, project=project, session_id=session_id, caused_by=(cause,))
+        event_id = out.emit(kinds.SESSION_STASHED, stand, project=project, session_id=session_id)
+    return Stashed(stand, path, event_id, out.went_to)
 
 
 def markdown(stand: SessionStashed, project: str, at: datetime) -> str:
     """The stash as its file says it."""
+    worded = f", worded by {stand.worded_by}" if stand.worded_by else ""
     lines = [
         f"# Stash: {stand.name}",
         "",
-        f"_Session {stand.session_id} of {project}, stashed {at:%Y-%m-%d %H:%M} UTC._",
+        f"_Session {stand.session_id} of {project}, stashed {at:%Y-%m-%d %H:%M} UTC{worded}._",
     ]
     parts = (
         ("Goal", [stand.goal] if stand.goal else []),

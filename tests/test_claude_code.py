@@ -79,7 +79,8 @@ PLUGIN_COMMANDS = {
 
 def _plugin_command(asked: str, offered: set[Any], answered: set[Any], body: dict[str, Any]) -> Block | None:
     """The next call a plugin command asks for: each of its tools once, loaded by ToolSearch
-    first when deferred; remember's event id is handed to memory_curate as `after`."""
+    first when deferred; remember's event id is handed to memory_curate as `after` (none when
+    remembering was refused: then the model stops, as a model told nothing would)."""
     for marker, tools in PLUGIN_COMMANDS.items():
         if marker not in asked:
             continue
@@ -89,18 +90,20 @@ def _plugin_command(asked: str, offered: set[Any], answered: set[Any], body: dic
             name = PLUGIN_TOOL.format(tool)
             if name not in offered:
                 return tool_use("ToolSearch", {"query": f"select:{name}"}, f"toolu_search_{tool}")
-            return tool_use(name, _plugin_arguments(tool, asked, body), f"toolu_{tool}")
+            arguments = _plugin_arguments(tool, asked, body)
+            return None if arguments is None else tool_use(name, arguments, f"toolu_{tool}")
     return None
 
 
-def _plugin_arguments(tool: str, asked: str, body: dict[str, Any]) -> dict[str, Any]:
+def _plugin_arguments(tool: str, asked: str, body: dict[str, Any]) -> dict[str, Any] | None:
     if tool == "memory_remember":
         return {"text": asked.split("`memory_remember` tool: ", 1)[1].split("\\n", 1)[0]}
     if tool == "memory_curate":
         remembered = json.dumps(
             [b for b in tool_results(body) if b["tool_use_id"] == "toolu_memory_remember"]
         )
-        return {"after": re.findall(r"\b01[0-9A-HJKMNP-TV-Z]{24}\b", remembered)[0]}
+        found = re.findall(r"\b01[0-9A-HJKMNP-TV-Z]{24}\b", remembered)
+        return {"after": found[0]} if found else None
     return {"name": asked.split("`memory_stash` tool, named: ", 1)[1].split("\\n", 1)[0]}
 
 

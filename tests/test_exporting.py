@@ -114,17 +114,19 @@ def test_import_sends_each_event_whole_once_and_keeps_bad_lines_as_dead_letters(
         encoder.encode(known),
         encoder.encode(cause),  # twice in the file: sent once
         json.dumps({**json.loads(encoder.encode(fact)), "kind": "fact.whispered"}).encode(),
+        encoder.encode(remembered("/elsewhere", T0, "planted in another project")),
     ]
     client = fakeredis.FakeRedis()
     header = Header(project=P, events=len(lines), exported_at=T0)
     done = _append(settings, client, "x.jsonl", header, iter(enumerate(lines, start=2)))
-    assert (done.new, done.known, done.bad) == (2, 2, 2)
+    assert (done.new, done.known, done.bad) == (2, 2, 3)
     assert streamed(client) == [cause, fact]  # id, times, source, causes, payload: all as they were
-    assert count_dead_letters(settings.dead_letter_dir) == 2
+    assert count_dead_letters(settings.dead_letter_dir) == 3
     letters = Path(settings.dead_letter_dir).glob("*.json")
     reasons = sorted(json.loads(p.read_bytes())["reason"] for p in letters)
     assert reasons[0].startswith("x.jsonl:3: envelope")
     assert reasons[1] == "x.jsonl:7: unknown event kind 'fact.whispered'"
+    assert reasons[2] == f"x.jsonl:8: an event of '/elsewhere' in an export of {P!r}"
 
 
 # The projection tables compared between the two homes: every table readers see, none left out.

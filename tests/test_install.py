@@ -477,11 +477,11 @@ def test_install_keeps_transcripts_longer_and_uninstall_puts_the_file_back_byte_
     installed = reverie(user, "install", "claude-code", *keep)
     assert installed.returncode == 0, installed.stderr
     said = " ".join(installed.stderr.split())
-    assert "Claude Code holds 1 transcripts" in said and "the oldest 20 days old" in said
+    assert "Claude Code holds 1 transcript " in said and "the oldest 20 days old" in said
     assert "older than 30 days at each start (cleanupPeriodDays, its default)" in said
     assert "now keeps its transcripts 365 days" in said
     assert kept_days(user) == 365  # the user's settings, whatever the scope: the project's may not set it
-    assert "The stack is not running, so none of the 1 transcripts was imported" in said
+    assert "The stack is not running, so nothing was imported (1 transcript to import)" in said
     again = reverie(user, "install", "claude-code", "--scope", scope)
     assert "older than 365 days" in " ".join(again.stderr.split())
     assert reverie(user, "uninstall", "claude-code", "--scope", scope).returncode == 0

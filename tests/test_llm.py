@@ -426,3 +426,56 @@ def test_reflection_worded_by_the_model_within_its_budget(serve: Callable[[list[
     spent = serve([(200, openai_says({"statement": "x", "confidence": 1}), 0)])
     kept, used = with_llm(configured("openai", spent, budget=10), weighed, Disposition(), 10)
     assert kept is None and used.outcome == "over_budget" and spent.requests == []
+
+
+def test_a_stash_worded_by_the_model_within_its_budget_and_what_it_cost_recorded(
+    serve: Callable[[list[Answer]], FakeLLM], tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from reverie.stashing import stash
+    from reverie.testing import Folding
+    from schemas.events import decode_event
+    from schemas.observed import AssistantStopped, PromptSubmitted
+    from workers.stashes import with_llm
+
+    answer = {
+        "goal": "Ship the CSV export of orders.",
+        "decisions": ["Use csv.writer, not pandas"],
+        "open_threads": ["The header row is missing"],
+        "next_steps": ["Add the header row", "Run the tests"],
+    }
+    fake = serve([(200, openai_says(answer), 0)])
+    for key, value in {"PROVIDER": "openai", "BASE_URL": f"{fake.url}/v1", "MODEL": "m"}.items():
+        monkeypatch.setenv(f"REVERIE_LLM_{key}", value)
+    monkeypatch.setenv("REVERIE_LLM_DAILY_TOKEN_BUDGET", "100000")
+    settings = Settings(str(tmp_path / "home"), redis_url=f"unix://{tmp_path}/nobody-listens.sock")
+    asked = PromptSubmitted(session_id="s1", prompt="export the orders as CSV")
+    told = AssistantStopped(session_id="s1", last_assistant_message="Wrote export.py; the header is missing.")
+    folding = Folding(settings)
+    folding.fold(
+        [
+            make_event(kinds.PROMPT_SUBMITTED, asked, id=new_event_id(int(T0.timestamp() * 1000)), ts=T0,
+                       recorded_at=T0, project="/shop", source="claude-code", session_id="s1"),
+            make_event(kinds.ASSISTANT_STOPPED, told, id=new_event_id(int(T0.timestamp() * 1000) + 1000),
+                       ts=T0 + timedelta(seconds=1), recorded_at=T0, project="/shop", source="claude-code",
+                       session_id="s1"),
+        ]
+    )  # fmt: skip
+    folding.close()
+    done = stash(settings, "/shop", str(tmp_path / "shop"), "orders", None, kinds.SOURCE_CLI)
+    assert (done.stash.goal, done.stash.next_steps, done.stash.worded_by) == (
+        "Ship the CSV export of orders.", ["Add the header row", "Run the tests"], "openai:m",
+    )  # fmt: skip
+    said = json.dumps(fake.requests[0])
+    assert "export the orders as CSV" in said and "the header is missing" in said
+    assert "worded by openai:m" in open(done.path).read()
+    spooled = [decode_event(open(os.path.join(settings.spool_dir, n), "rb").read())
+               for n in sorted(os.listdir(settings.spool_dir))]  # fmt: skip
+    used = [e for e in spooled if e.kind == kinds.LLM_USED]
+    assert len(used) == 1 and used[0].caused_by and used[0].session_id == "s1"
+    assert json.loads(bytes(used[0].payload))["output_tokens"] == 250
+    broke = serve([(200, openai_says("not json"), 0)])
+    monkeypatch.setenv("REVERIE_LLM_BASE_URL", f"{broke.url}/v1")
+    kept = stash(settings, "/shop", str(tmp_path / "shop"), "orders", None, kinds.SOURCE_CLI)
+    assert kept.stash.worded_by is None and kept.stash.goal == "export the orders as CSV"
+    over, cost = with_llm(configured("openai", fake, budget=10), done.stash, ["the user: hi"], 10)
+    assert over is None and cost.outcome == "over_budget" and len(fake.requests) == 1

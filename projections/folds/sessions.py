@@ -74,6 +74,8 @@ FOLDS: list[tuple[str, str]] = [
             count(*) FILTER (kind = '{kinds.TOOL_FAILED}' AND NOT cancelled({ERROR})),
             bool_or(source = '{kinds.SOURCE_CLAUDE_CODE}'), NULL
         FROM batch WHERE session_id IS NOT NULL AND kind NOT IN ({DERIVED_SQL})
+            -- stashing a session is no step of it: one that ended would seem to go on (and go idle)
+            AND kind <> '{kinds.SESSION_STASHED}'
         GROUP BY session_id
         ON CONFLICT (session_id) DO UPDATE SET
             project = least(sessions.project, excluded.project),

@@ -304,13 +304,16 @@ _CONTINUITY = {
 
 # The preferences a new session is told: those the user pinned, then those that recurred
 # (crystallized: strength s / (s + 2) after s sessions), then the rules stated in fewer sessions,
-# each with how many, at once (a rule said once is a rule); the newest first, at most _PREFERENCES.
+# each with how many, at once (a rule said once is a rule); the newest first, at most _PREFERENCES;
+# none the user forgot.
 _PREFERENCES = 8
 PREFERRED = """
 SELECT statement, round(2 * strength / (1 - least(strength, 0.99)))::INT AS sessions, true AS recurring,
     crystallized_at AS ts, strength, coalesce(pin.pinned, false) AS pinned
 FROM preferences LEFT JOIN preference_pins pin USING (preference_id)
-WHERE project = $project OR scope = 'global'
+WHERE (project = $project OR scope = 'global')
+    AND NOT EXISTS (SELECT 1 FROM forgotten x WHERE x.memory_id = preference_id
+                    AND (scope = 'global' OR x.project = preferences.project))
 UNION ALL
 SELECT f.description, count(DISTINCT p.session_id), false, min(f.valid_at), 0.0, false
 FROM facts_current f
@@ -318,6 +321,8 @@ JOIN fact_history h USING (fact_id)
 JOIN provenance v ON v.event_id = h.event_id
 JOIN prompts p ON p.event_id = v.caused_by AND p.agent = 'main'
 WHERE f.relation = 'prefers' AND (f.project = $project OR f.scope = 'global')
+    AND NOT EXISTS (SELECT 1 FROM forgotten x WHERE x.memory_id = f.fact_id
+                    AND (f.scope = 'global' OR x.project = f.project))
 GROUP BY f.fact_id, f.description
 ORDER BY pinned DESC, recurring DESC, strength DESC, ts DESC, statement
 """

@@ -99,8 +99,8 @@ def _import_in_background(settings: Settings, folder: str, found: retention.Held
 
     if not background_import.reachable(settings):
         err.print(
-            f"The stack is not running, so none of the {found.transcripts} transcripts was imported: "
-            f"start it (reverie up --detach), then run: reverie import {shlex.quote(folder)}",
+            f"The stack is not running, so nothing was imported ({retention.transcripts(found.transcripts)} "
+            f"to import): start it (reverie up --detach), then run: reverie import {shlex.quote(folder)}",
             highlight=False,
             markup=False,
         )

@@ -53,6 +53,11 @@ class Period(msgspec.Struct, frozen=True):
     managed: bool = False  # set by managed settings: no file of the user's can change it
 
 
+def transcripts(count: int) -> str:
+    """ "1 transcript", "2 transcripts"."""
+    return f"{count} transcript" + ("" if count == 1 else "s")
+
+
 def transcripts_folder(home: str) -> str:
     return os.path.join(home, ".claude", "projects")
 
@@ -138,6 +143,6 @@ def told(found: Held, current: Period, home: str) -> str:
     if found.oldest_days is None:
         return f"Claude Code holds no transcripts in {transcripts_folder(home)} yet; {keeps}."
     return (
-        f"Claude Code holds {found.transcripts} transcripts ({found.size / 2**20:,.1f} MB) in "
+        f"Claude Code holds {transcripts(found.transcripts)} ({found.size / 2**20:,.1f} MB) in "
         f"{transcripts_folder(home)}, the oldest {found.oldest_days:,.0f} days old; {keeps}."
     )

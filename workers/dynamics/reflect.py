@@ -33,12 +33,12 @@ from projections.recall.block import asked_before
 from projections.recall.words import word_set
 from schemas import kinds, memory
 from schemas.disposition import Disposition
-from schemas.llm import LLMUsed, Spent
+from schemas.llm import LLMUsed
 from schemas.recall import RecallRequest, Scored
 from schemas.reflection import Evidence, Reflection, Stance
 from workers.dynamics.crystallize import about
 from workers.llm.config import LLMSettings
-from workers.llm.providers import Completion, ProviderError, complete, spent
+from workers.llm.providers import answer_as
 from workers.thinking.follower import Derived
 
 PROMOTE_ABOVE = 0.9
@@ -198,12 +198,6 @@ def with_llm(
 ) -> tuple[Reflection | None, LLMUsed]:
     """`reflection` as the configured model words and weighs it, or None (over budget, or it
     failed): the caller keeps the evidence-weighted one. What it cost, either way."""
-
-    def used(outcome: Spent, reason: str = "", *calls: Completion) -> LLMUsed:
-        return spent(settings, outcome, reason, *calls)
-
-    if spent_today >= settings.daily_token_budget:
-        return None, used("over_budget", f"{spent_today} of {settings.daily_token_budget} tokens spent today")
     evidence = "\n".join(
         f"- [{e.stance}, weight {e.weight:.2f}] {_said(e.text)}"
         for e in [*reflection.supporting, *reflection.contradicting]
@@ -213,14 +207,9 @@ def with_llm(
         f"Disposition (1 to 5): skepticism {disposition.skepticism}, literalism {disposition.literalism}, "
         f"empathy {disposition.empathy}\n\nQuestion: {reflection.query}\n\nMemories:\n{evidence or '(none)'}"
     )
-    try:
-        answer = complete(settings, _SYSTEM, prompt, msgspec.json.schema(_Judged))
-    except ProviderError as e:
-        return None, used("fell_back", str(e), e.spent)
-    try:
-        judged = msgspec.json.decode(answer.text.strip().removeprefix("```json").strip("`\n "), type=_Judged)
-    except (msgspec.ValidationError, msgspec.DecodeError) as e:
-        return None, used("fell_back", f"not valid: {e}", answer)
+    judged, used = answer_as(settings, _SYSTEM, prompt, _Judged, spent_today)
+    if judged is None:
+        return None, used
     confidence = round(min(max(judged.confidence, 0.0), 1.0), 6)
     formed = msgspec.structs.replace(
         reflection,
@@ -229,4 +218,4 @@ def with_llm(
         formed_by="llm",
         promote=confidence > PROMOTE_ABOVE,
     )
-    return formed, used("extracted", "", answer)
+    return formed, used

@@ -19,7 +19,7 @@ import os
 import subprocess
 import urllib.error
 import urllib.request
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -29,6 +29,7 @@ from workers.lifeline import killed_with_this_process
 from workers.llm.config import LLMSettings
 
 MAX_TOKENS = 4096
+T = TypeVar("T")
 _TOOL = "record_memory"
 
 
@@ -56,6 +57,25 @@ def spent(settings: LLMSettings, outcome: Spent, reason: str = "", *calls: Compl
         outcome=outcome,
         reason=reason[:500],
     )
+
+
+def answer_as(
+    settings: LLMSettings, system: str, prompt: str, shape: type[T], spent_today: int
+) -> tuple[T | None, LLMUsed]:
+    """`prompt` answered as a `shape`, within the daily budget; None when over it, when the model
+    fails, or when its answer is not a valid `shape`. What asking cost, either way."""
+    if spent_today >= settings.daily_token_budget:
+        reason = f"{spent_today} of {settings.daily_token_budget} tokens spent today"
+        return None, spent(settings, "over_budget", reason)
+    try:
+        answer = complete(settings, system, prompt, msgspec.json.schema(shape))
+    except ProviderError as e:
+        return None, spent(settings, "fell_back", str(e), e.spent)
+    try:
+        said = msgspec.json.decode(answer.text.strip().removeprefix("```json").strip("`\n "), type=shape)
+    except (msgspec.ValidationError, msgspec.DecodeError) as e:
+        return None, spent(settings, "fell_back", f"not valid: {e}", answer)
+    return said, spent(settings, "extracted", "", answer)
 
 
 def complete(settings: LLMSettings, system: str, prompt: str, schema: dict[str, Any]) -> Completion:
