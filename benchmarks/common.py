@@ -3,6 +3,8 @@
 import glob
 import json
 import os
+import subprocess
+import tempfile
 from datetime import datetime
 from typing import Any
 
@@ -79,3 +81,17 @@ def locomo_turns(path: str = LOCOMO) -> list[str]:
 def locomo_questions(path: str = LOCOMO) -> list[str]:
     with open(path) as f:
         return [qa["question"] for c in json.load(f) for qa in c["qa"]]
+
+
+def timed(command: list[str], env: dict[str, str]) -> dict[str, float]:
+    """One run of `command`, as the operating system accounts it."""
+    with tempfile.NamedTemporaryFile("r", suffix=".time") as out:
+        done = subprocess.run(
+            ["/usr/bin/time", "-f", "%e %U %S %M", "-o", out.name, *command],
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode == 0, done.stderr
+        wall, user, system, rss = out.read().split()
+    return {"wall_s": float(wall), "cpu_s": float(user) + float(system), "rss_mb": int(rss) / 1024}

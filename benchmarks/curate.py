@@ -19,7 +19,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -38,6 +37,7 @@ from benchmarks.coding_memory import (  # noqa: E402
     transcript_cwds,
     wait_until_settled,
 )
+from benchmarks.common import timed  # noqa: E402
 from projections import sql  # noqa: E402
 from projections.curation import render, section  # noqa: E402
 from projections.store import SCHEMA_VERSION  # noqa: E402
@@ -57,7 +57,7 @@ CATEGORIES: tuple[Category, ...] = ("decisions", "patterns", "errors", "stack", 
 def build(settings: Settings, project: str, facts: int) -> None:
     """The project's memory, folded once (kept while the schema and the size stay)."""
     marker = os.path.join(settings.home, BUILT)
-    wanted = {"facts": facts, "schema": SCHEMA_VERSION, "project": project}
+    wanted = {"facts": facts, "schema": SCHEMA_VERSION, "project": project, "build": 2}
     if os.path.exists(marker):
         with open(marker) as f:
             if json.load(f) == wanted:
@@ -84,7 +84,8 @@ def build(settings: Settings, project: str, facts: int) -> None:
         )
         derived(kinds.FACT_ASSERTED, fact, at)
         if odd >= 3 * facts // 10:
-            derived(kinds.FACT_SUPERSEDED, FactSuperseded(fact_id=fact.fact_id, reason="bench"), at)
+            ended = FactSuperseded(fact_id=fact.fact_id, invalid_at=at, reason="bench")
+            derived(kinds.FACT_SUPERSEDED, ended, at + timedelta(seconds=1))
     for n in range(200):
         at = start + timedelta(hours=n)
         episode = EpisodeRecorded(episode_id=f"episode:{n}", session_id=f"s{n}", title=f"Session {n}",
@@ -101,20 +102,6 @@ def build(settings: Settings, project: str, facts: int) -> None:
     folding.close()
     with open(marker, "w") as f:
         json.dump(wanted, f)
-
-
-def timed(command: list[str], env: dict[str, str]) -> dict[str, float]:
-    """One run of `command`, as the operating system accounts it."""
-    with tempfile.NamedTemporaryFile("r", suffix=".time") as out:
-        done = subprocess.run(
-            ["/usr/bin/time", "-f", "%e %U %S %M", "-o", out.name, *command],
-            env=env,
-            capture_output=True,
-            text=True,
-        )
-        assert done.returncode == 0, done.stderr
-        wall, user, system, rss = out.read().split()
-    return {"wall_s": float(wall), "cpu_s": float(user) + float(system), "rss_mb": int(rss) / 1024}
 
 
 def scale(home: str, facts: int, runs: int) -> dict[str, object]:

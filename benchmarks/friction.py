@@ -1,20 +1,24 @@
 """`reverie friction` throughput: the whole command, as a user runs it, over the fixture
 transcripts copied N times (each copy its own sessions), in transcript MB per second of wall
-time (start-up included). Prints one JSON line.
+time (start-up included), each run timed by the operating system (/usr/bin/time); the median of
+--runs. Prints one JSON line.
 
-    python benchmarks/friction.py [--copies 10]
+    python benchmarks/friction.py [--copies 10] [--runs 5]
 """
 
 import argparse
 import json
 import os
 import shutil
-import subprocess
+import statistics
 import sys
 import tempfile
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+
+from benchmarks.common import timed  # noqa: E402
+
 TRANSCRIPTS = os.path.join(HERE, "..", "..", "shared", "fixtures", "claude-code", "transcripts")
 
 
@@ -42,16 +46,17 @@ def copies(folder: str, n: int) -> int:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--copies", type=int, default=10)
+    parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
     work = tempfile.mkdtemp(prefix="friction-bench-")
     try:
         size = copies(os.path.join(work, "transcripts"), args.copies)
         env = {**os.environ, "REVERIE_HOME": os.path.join(work, "home")}
         reverie = os.path.join(os.path.dirname(sys.executable), "reverie")
-        start = time.perf_counter()
         command = [reverie, "friction", os.path.join(work, "transcripts"), "--out", os.path.join(work, "out")]
-        subprocess.run(command, env=env, check=True, capture_output=True)
-        seconds = time.perf_counter() - start
+        runs = [timed(command, env) for _ in range(args.runs)]
+        seconds = statistics.median(r["wall_s"] for r in runs)
+        cpu = statistics.median(r["cpu_s"] for r in runs)
         with open(os.path.join(work, "out", "friction_summary.json")) as f:
             sessions = json.load(f)["sessions"]
     finally:
@@ -62,7 +67,9 @@ def main() -> None:
                 "benchmark": "friction",
                 "transcript_mb": round(size / 1e6, 2),
                 "sessions": sessions,
+                "runs": args.runs,
                 "seconds": round(seconds, 2),
+                "cpu_s": round(cpu, 2),
                 "mb_per_s": round(size / 1e6 / seconds, 2),
             }
         )
