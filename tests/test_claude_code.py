@@ -212,6 +212,33 @@ def test_every_hook_event_of_a_session_is_recorded(claude_code: Claude, stack: S
     assert not list(Path(Settings(claude_code.env["REVERIE_HOME"]).dead_letter_dir).glob("*.json"))
 
 
+def test_claude_code_runs_and_records_with_the_retention_install_raised_and_uninstall_restores_it(
+    claude: str, stack: Stack, env: dict[str, str], tmp_path: Path, model: FakeMessagesAPI
+) -> None:
+    home, project = scratch(tmp_path)
+    settings_json = home / ".claude" / "settings.json"
+    settings_json.parent.mkdir()
+    mine = b'{\n    "cleanupPeriodDays": 20,\n    "theme": "dark"\n}'  # the user's own bytes
+    settings_json.write_bytes(mine)
+    installed = subprocess.run(
+        [*REVERIE, "install", "claude-code", "--keep-transcripts", "400", "--no-import"],
+        env={**env, "HOME": str(home)}, cwd=project, capture_output=True, text=True,
+    )  # fmt: skip
+    assert installed.returncode == 0, installed.stderr
+    said = json.loads(settings_json.read_text())
+    assert (said["cleanupPeriodDays"], said["theme"]) == (400, "dark")
+    code = Claude(claude, home, project, env, model)
+    session = code.prompt("RUN_TESTS please", "Bash")["session_id"]  # Claude Code reads the file we wrote
+    wait_for(lambda: kinds.TOOL_USED in recorded(stack, session), timeout=60, what="the session recorded")
+    removed = subprocess.run(
+        [*REVERIE, "uninstall", "claude-code"],
+        env={**env, "HOME": str(home)},
+        cwd=project,
+        capture_output=True,
+    )
+    assert removed.returncode == 0 and settings_json.read_bytes() == mine
+
+
 def test_a_later_session_is_told_what_an_earlier_one_taught(claude_code: Claude, stack: Stack) -> None:
     claude_code.prompt(TAUGHT)
     settings = Settings(claude_code.env["REVERIE_HOME"])
