@@ -89,13 +89,12 @@ def _span(seconds: float) -> str:
 
 
 def _alive(pid: int) -> bool:
+    from workers.pids import ended
+
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
+        return not ended(pid)
     except PermissionError:  # another user's process now: not ours
         return False
-    return True
 
 
 def reachable(settings: Settings) -> bool:

@@ -162,7 +162,7 @@ class Imported(msgspec.Struct, kw_only=True):
 
 def import_json(path: str, wait: bool = True) -> int:
     """Append the events of the export at `path` to the running stack; the exit status."""
-    from reverie.importing import _wait_until_archived
+    from reverie.importing import wait_until_archived
     from workers.redis_client import connect
 
     settings = Settings.from_env()
@@ -194,7 +194,7 @@ def import_json(path: str, wait: bool = True) -> int:
         ),
         highlight=False,
     )
-    if wait and done.new and not _wait_until_archived(settings, done.new):
+    if wait and done.new and not wait_until_archived(settings, done.new):
         return fail("the dispatcher has not archived everything yet; see `reverie status`")
     return 0
 

@@ -41,6 +41,14 @@ _READ = (
 )  # fmt: skip
 
 
+_LOG_SESSIONS = """
+SELECT id, kind, ts, recorded_at, project, session_id, agent, source, payload::VARCHAR
+FROM events WHERE kind IN $kinds AND session_id IN (
+    SELECT session_id FROM events WHERE project = $project
+    UNION SELECT session_id FROM sessions WHERE project = $project)
+ORDER BY id"""
+
+
 class Session(msgspec.Struct):
     source: str  # "transcript" or "log"
     events: list[Event]
@@ -87,18 +95,11 @@ def read_log(settings: Settings, project: str) -> dict[str, Session]:
     """The sessions of `project` the event log holds (none if it holds nothing yet)."""
     from projections.sql import connect
 
-    rows = (
-        connect(settings)
-        .execute(
-            """SELECT id, kind, ts, recorded_at, project, session_id, agent, source, payload::VARCHAR
-        FROM events WHERE kind IN $kinds AND session_id IN (
-            SELECT session_id FROM events WHERE project = $project
-            UNION SELECT session_id FROM sessions WHERE project = $project)
-        ORDER BY id""",
-            {"project": project, "kinds": list(_READ)},
-        )
-        .fetchall()
-    )
+    db = connect(settings)
+    try:
+        rows = db.execute(_LOG_SESSIONS, {"project": project, "kinds": list(_READ)}).fetchall()
+    finally:
+        db.close()
     sessions: dict[str, Session] = {}
     for event_id, kind, ts, recorded, project_, session_id, agent, source, payload in rows:
         event = Event(
@@ -144,7 +145,6 @@ def write(
     now: datetime,
 ) -> str:
     """The five files, in `folder` (made if missing); the folder."""
-    os.makedirs(folder, exist_ok=True)
     reports = [report.report(f, sessions[sid].source) for sid, f in frictions.items()]
     raw = [line for f in frictions.values() for line in report.raw(f)]
     candidates = [a for sid, f in frictions.items() for a in lessons.antigens(f, sessions[sid].events)]

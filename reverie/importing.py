@@ -89,7 +89,7 @@ def import_transcripts(paths: list[str], wait: bool = True) -> int:
     here = [Place(project, root) for root, project in sorted(worktrees.items()) if os.path.isdir(root)]
     if read := import_places(settings, here, client):
         out.print(f"{read} sections of Claude Code's memory files read anew")
-    if wait and emitter.sent + read and not _wait_until_archived(settings, emitter.sent + read):
+    if wait and emitter.sent + read and not wait_until_archived(settings, emitter.sent + read):
         return fail("the dispatcher has not archived everything yet; see `reverie status`")
     queue = Queue(QUEUE, connection=client)  # a transcript is a finished session: its episode
     for session_id in sorted(imported - {""}):
@@ -119,7 +119,7 @@ def _sessions_recorded_live(settings: Settings) -> set[str]:
     return {row[0] for row in rows if row[0]}
 
 
-def _wait_until_archived(settings: Settings, sent: int, timeout: float = 300) -> bool:
+def wait_until_archived(settings: Settings, sent: int, timeout: float = 300) -> bool:
     deadline = time.monotonic() + timeout
     with progress_bar() as progress:
         task = progress.add_task("archiving", total=sent)

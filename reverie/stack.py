@@ -495,7 +495,7 @@ def _identify_recorded(settings: Settings) -> None:
     import duckdb
 
     from projections.sql import DamagedSnapshot, NoSnapshot, connect
-    from reverie.importing import _wait_until_archived
+    from reverie.importing import wait_until_archived
     from workers.identify import say, unidentified
 
     try:
@@ -513,7 +513,7 @@ def _identify_recorded(settings: Settings) -> None:
         return
     roots = ", ".join(f"{f.root} -> {f.project}" for f in found)
     err.print(f"identified {len(found)} recorded paths as their projects: {roots}", highlight=False)
-    if went == "spool" or not _wait_until_archived(settings, len(found), timeout=30):
+    if went == "spool" or not wait_until_archived(settings, len(found), timeout=30):
         err.print(
             "the stack is not running: the identifications are spooled, and fold (rebuilding the "
             "projections once) when it starts",

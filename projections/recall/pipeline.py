@@ -55,9 +55,6 @@ from schemas.text.gist import gist
 _SEMANTIC = ("semantic", "semantic_before", "semantic_around")  # the model, on the three readings
 _SESSIONS = 3  # the sessions whose best turns are candidates (1 or 3: the same on LoCoMo)
 _VECTORS_KEPT = 8  # prompts whose vectors are kept
-# memory_texts' kind of Claude Code's own memory files, named by their source (analytics.sql):
-# Claude Code loads them itself, so a hook never gives them again
-CLAUDE_CODES_OWN = SOURCE_CLAUDE_MEMORY
 _INJECTION_CANDIDATES = 50  # recalled for the hook's block, which keeps the few that answer
 _SHORTLIST = 50  # candidates weighed by strength and confidence at once, the most relevant first
 
@@ -218,7 +215,9 @@ class Recaller:
                 and admitted(features[m], as_of, now, network, category)
                 and _in_scope(features[m], outcome, agent, global_only)
                 and not _in_window(features[m], within_session)
-                and not (hooked and features[m].kind == CLAUDE_CODES_OWN)
+                # Claude Code's own memory files (their kind in memory_texts is their source):
+                # Claude Code loads them itself, so a hook never gives them again
+                and not (hooked and features[m].kind == SOURCE_CLAUDE_MEMORY)
                 and not (answers_only and block.asked_before(features[m].kind, features[m].text, said))
             ]
             if len(scored) >= limit:
