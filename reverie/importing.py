@@ -91,12 +91,18 @@ def import_transcripts(paths: list[str], wait: bool = True) -> int:
         out.print(f"{read} sections of Claude Code's memory files read anew")
     if wait and emitter.sent + read and not wait_until_archived(settings, emitter.sent + read):
         return fail("the dispatcher has not archived everything yet; see `reverie status`")
-    queue = Queue(QUEUE, connection=client)  # a transcript is a finished session: its episode
-    for session_id in sorted(imported - {""}):
-        runner.enqueue(queue, named("episodes"), runner.Session(session_id))
+    think_over(client, imported)
     if wait:
         _summary(settings)
     return 0
+
+
+def think_over(client: "redis.Redis", sessions: set[str]) -> None:
+    """Have the workers draw each imported session's episode: an imported session is a finished
+    one, whether or not it said it ended."""
+    queue = Queue(QUEUE, connection=client)
+    for session_id in sorted(sessions - {""}):
+        runner.enqueue(queue, named("episodes"), runner.Session(session_id))
 
 
 def _identify(settings: Settings, emitter: Emitter, roots: dict[str, str]) -> int:

@@ -13,20 +13,25 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from ingest.emit import Emitter, Worker
+from ingest.emit import Emitter
 from ingest.project import place_of
 from ingest.spool import SUFFIX
 from schemas import kinds
 from schemas.categories import Outcome, RememberedCategory, detect_category
-from schemas.observed import MemoryForgotten, MemoryRemembered, ObservationPromoted, PreferencePinned
+from schemas.memory import corrected_fact_id
+from schemas.observed import (
+    FactCorrected,
+    MemoryForgotten,
+    MemoryRemembered,
+    ObservationPromoted,
+    PreferencePinned,
+)
 from schemas.settings import Settings
 
 if TYPE_CHECKING:
     import redis
 
 TEXT_LIMIT = 2000  # Memory Fabric's: longer text is cut, and the answer says so
-# who derives a correction's events (derived events name their worker): the user, by hand
-CORRECTION = Worker("correction", 1)
 
 
 class Recorded(msgspec.Struct, frozen=True):
@@ -37,6 +42,7 @@ class Recorded(msgspec.Struct, frozen=True):
     project: str
     category: str | None = None
     cut: bool = False
+    memory_id: str | None = None  # the memory it makes, where that is not the event itself
 
 
 def current_place(environ: dict[str, str] | None = None) -> tuple[str, str]:
@@ -96,36 +102,19 @@ def forget(settings: Settings, memory_id: str, reason: str, *, project: str, sou
 
 
 def correct(settings: Settings, wrong: str, text: str, *, source: str) -> Recorded:
-    """Record that the fact `wrong` no longer holds and `text` says what does: the wrong one
-    forgotten, the user's words its reason (the event the correction comes from); a fact asserted
-    in those words about what the wrong one was about (its subject, relation, object, project and
-    scope); and the wrong one superseded by it from now on. The last two are derived from the
-    forgetting and the wrong fact's newest event: their ids are of the forgetting's time, after
-    every event of the wrong fact (a supersession sorting before the fact's newest assertion
-    would not end it). ValueError if no current fact has that id, or `text` is empty."""
-    from datetime import UTC, datetime
-
-    from schemas.memory import FactAsserted, FactSuperseded, fact_id
-
+    """Record that the fact `wrong` no longer holds and `text` says what does (`fact.corrected`):
+    the wrong one is forgotten as it is folded, and extraction derives the fact that holds now
+    from this event alone (what the wrong one was about: its subject, relation, object, project
+    and scope), superseding the wrong one. The answer names the fact that holds now. ValueError
+    if no current fact has that id, or `text` is empty."""
     text = " ".join(text.split())[:TEXT_LIMIT]
     if not text:
         raise ValueError("what holds instead? the correction is empty")
     old = _current_fact(settings, wrong)
-    right = fact_id(old["project"], "corrected", wrong, text)
-    now = datetime.now(UTC)
-    kept = ("source", "relation", "target", "category", "memory_type", "network", "scope")
-    said = {"fact_id": right, "description": text, "valid_at": now, **{k: old[k] for k in kept}}
-    asserted = msgspec.convert(said, FactAsserted)
-    ended = FactSuperseded(fact_id=wrong, by_fact_id=right, invalid_at=now, reason="corrected by the user")
-    rejected = MemoryForgotten(memory_id=wrong, reason=f"corrected: {text}")
-    with Emitter(_connect(settings), source, CORRECTION, spool=settings) as out:
-        told = out.emit(kinds.MEMORY_FORGOTTEN, rejected, project=old["project"], ts=now)
-        caused_by = (told, old["updated_by"])
-        event_id = out.emit(
-            kinds.FACT_ASSERTED, asserted, project=old["project"], caused_by=caused_by, ts=now
-        )
-        out.emit(kinds.FACT_SUPERSEDED, ended, project=old["project"], caused_by=caused_by, ts=now)
-    return Recorded(event_id, out.went_to, old["project"])
+    kept = ("source", "relation", "target", "category", "memory_type", "network", "scope", "updated_by")
+    said = msgspec.convert({"fact_id": wrong, "text": text, **{k: old[k] for k in kept}}, FactCorrected)
+    done = record(settings, source, kinds.FACT_CORRECTED, said, old["project"])
+    return msgspec.structs.replace(done, memory_id=corrected_fact_id(old["project"], wrong, text))
 
 
 def pin(settings: Settings, preference_id: str, pinned: bool, *, source: str) -> Recorded:

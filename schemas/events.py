@@ -45,6 +45,8 @@ def decode_event(data: bytes | str) -> Event:
         bytes(event.payload).decode("utf-8")  # the log stores it as text
     except (msgspec.DecodeError, UnicodeDecodeError) as e:
         raise InvalidEvent(f"envelope: {e}") from None
+    except RecursionError:
+        raise InvalidEvent("envelope: nested deeper than an event can be") from None
     check_provenance(event.kind, event.caused_by)
     payload_of(event)
     return event
@@ -65,6 +67,8 @@ def payload_of(event: Event) -> msgspec.Struct:
         return decoder.decode(event.payload)
     except (msgspec.DecodeError, UnicodeDecodeError) as e:
         raise InvalidEvent(f"{event.kind} payload: {e}") from None
+    except RecursionError:
+        raise InvalidEvent(f"{event.kind} payload: nested deeper than an event can be") from None
 
 
 class DeadLetter(msgspec.Struct, frozen=True, kw_only=True):

@@ -18,6 +18,10 @@ MEMORY_RETRIEVED = "memory.retrieved"
 MEMORY_FORGOTTEN = "memory.forgotten"
 PREFERENCE_PINNED = "preference.pinned"
 OBSERVATION_PROMOTED = "observation.promoted"
+# the user approved a memory for CLAUDE.md's memory section (or took the approval back)
+MEMORY_APPROVED = "memory.approved"
+# the user said a fact is wrong and what holds instead
+FACT_CORRECTED = "fact.corrected"
 SESSION_STASHED = "session.stashed"
 # a root path found to be (a worktree of) a project: what was recorded under the path moves there
 PROJECT_IDENTIFIED = "project.identified"
@@ -62,12 +66,14 @@ HOOK_KINDS: dict[str, str] = {
     "Notification": NOTIFICATION,
 }
 
-# Where an event came from (the envelope's `source`).
 # Claude Code reads at most this many characters of a hook's additionalContext.
 HOOK_CONTEXT_LIMIT = 10_000
 
+# Where an event came from (the envelope's `source`).
 SOURCE_CLAUDE_CODE = "claude-code"
 SOURCE_IMPORT = "import"
+# events of a `reverie export json` file, another machine's or a teammate's (`reverie import-json`)
+SOURCE_IMPORT_JSON = "import-json"
 SOURCE_CLI = "cli"
 SOURCE_MCP = "mcp"
 SOURCE_WORKER = "worker"

@@ -61,6 +61,11 @@ def fact_id(project: str, *said: str) -> str:
     return f"fact:{digest}"
 
 
+def corrected_fact_id(project: str, wrong: str, text: str) -> str:
+    """The id of the fact that holds where the user corrected the fact `wrong` in the words `text`."""
+    return fact_id(project, "corrected", wrong, text)
+
+
 class FactAsserted(msgspec.Struct, kw_only=True):
     """A statement believed true from `valid_at` (until `invalid_at`, if known), in the event's
     project (or everywhere, if `scope` is global)."""

@@ -10,6 +10,8 @@ from typing import Any, Literal
 import msgspec
 
 from schemas.categories import Outcome, RememberedCategory
+from schemas.memory import Category, Network, Scope
+from schemas.ontology import MemoryType, Relation
 from schemas.recall import Given
 
 
@@ -137,6 +139,34 @@ class ObservationPromoted(msgspec.Struct, kw_only=True):
 
     observation_id: str
     promoted: bool = True
+
+
+class MemoryApproved(msgspec.Struct, kw_only=True):
+    """The user approved a memory for CLAUDE.md's memory section (`approved` false: refused it,
+    or took the approval back): one that would enter only with their yes (what the agent
+    remembered on its own, what came from an import, a stated preference...: see
+    projections/curation.py). What writes the section reads the newest choice."""
+
+    memory_id: str
+    approved: bool = True
+
+
+class FactCorrected(msgspec.Struct, kw_only=True):
+    """The user said the fact `fact_id` is wrong and `text` says what holds instead. It carries
+    what the wrong fact was about (its subject, relation, object, where it goes, its scope) and
+    its newest event (`updated_by`), so the fact that holds now is derived from this event alone
+    (workers/extraction/derive.py), on any machine, and the wrong one is forgotten at once."""
+
+    fact_id: str
+    text: str
+    source: str  # the wrong fact's subject (an entity id)
+    relation: Relation
+    target: str | None = None
+    category: Category = "context"
+    memory_type: MemoryType = "semantic"
+    network: Network = "world"
+    scope: Scope = "project"
+    updated_by: str  # the wrong fact's newest event: the correction comes after it
 
 
 # Which of Claude Code's memory files: the project's CLAUDE.md (or .claude/CLAUDE.md), its

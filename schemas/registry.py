@@ -30,21 +30,35 @@ Family = Literal["sessions", "tools", "facts", "episodes", "signals", "dynamics"
 FAMILIES: tuple[Family, ...] = ("sessions", "tools", "facts", "episodes", "signals", "dynamics", "costs")
 
 
+# What `reverie import-json` does with a kind's events, which come from another machine's file
+# (reverie/exporting.py): "data", what was observed there, lands; "decision", a user's choice
+# (remember, forget, pin, promote, approve, correct), lands only when the importing user says so;
+# "never", what the workers derive (this stack's derive it again from the data) and what is about
+# the other machine's own disk (which of its folders is which project).
+Imported = Literal["data", "decision", "never"]
+
+
 class Kind(msgspec.Struct, frozen=True):
     name: str
     payload: type[msgspec.Struct]
     derived: bool  # appended by a worker that thinks, from the events in its `caused_by`
     family: Family
     subject: str | None = None  # a derived kind's: the payload field naming what it is about
+    imported: Imported = "data"
 
 
-def _observed(name: str, payload: type[msgspec.Struct], family: Family) -> Kind:
-    return Kind(name, payload, False, family)
+def _observed(name: str, payload: type[msgspec.Struct], family: Family, imported: Imported = "data") -> Kind:
+    return Kind(name, payload, False, family, imported=imported)
+
+
+def _decision(name: str, payload: type[msgspec.Struct], family: Family) -> Kind:
+    """A choice the user made by hand: recorded as observed, imported only when asked."""
+    return _observed(name, payload, family, "decision")
 
 
 def _derived(name: str, payload: type[msgspec.Struct], family: Family, subject: str | None) -> Kind:
     """`subject` None: about nothing that has an id (what an LLM call cost)."""
-    return Kind(name, payload, True, family, subject)
+    return Kind(name, payload, True, family, subject, "never")
 
 
 KINDS: dict[str, Kind] = {
@@ -63,13 +77,15 @@ KINDS: dict[str, Kind] = {
         _observed(kinds.TOOL_USED, observed.ToolUsed, "tools"),
         _observed(kinds.TOOL_FAILED, observed.ToolFailed, "tools"),
         _observed(kinds.PERMISSION_REQUESTED, observed.PermissionRequested, "tools"),
-        _observed(kinds.MEMORY_REMEMBERED, observed.MemoryRemembered, "facts"),
+        _decision(kinds.MEMORY_REMEMBERED, observed.MemoryRemembered, "facts"),
         _observed(kinds.MEMORY_RETRIEVED, observed.MemoryRetrieved, "dynamics"),
-        _observed(kinds.MEMORY_FORGOTTEN, observed.MemoryForgotten, "dynamics"),
-        _observed(kinds.PREFERENCE_PINNED, observed.PreferencePinned, "signals"),
-        _observed(kinds.OBSERVATION_PROMOTED, observed.ObservationPromoted, "facts"),
+        _decision(kinds.MEMORY_FORGOTTEN, observed.MemoryForgotten, "dynamics"),
+        _decision(kinds.PREFERENCE_PINNED, observed.PreferencePinned, "signals"),
+        _decision(kinds.OBSERVATION_PROMOTED, observed.ObservationPromoted, "facts"),
+        _decision(kinds.MEMORY_APPROVED, observed.MemoryApproved, "facts"),
+        _decision(kinds.FACT_CORRECTED, observed.FactCorrected, "facts"),
         _observed(kinds.SESSION_STASHED, observed.SessionStashed, "episodes"),
-        _observed(kinds.PROJECT_IDENTIFIED, observed.ProjectIdentified, "sessions"),
+        _observed(kinds.PROJECT_IDENTIFIED, observed.ProjectIdentified, "sessions", "never"),
         _observed(kinds.CLAUDE_MEMORY_READ, observed.ClaudeMemoryRead, "facts"),
         _derived(kinds.ENTITY_OBSERVED, memory.EntityObserved, "facts", "entity_id"),
         _derived(kinds.FACT_ASSERTED, memory.FactAsserted, "facts", "fact_id"),

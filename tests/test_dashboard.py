@@ -226,18 +226,26 @@ def test_correcting_a_fact_supersedes_it_with_the_users_words(
     page.locator("#panel button", has_text="correct it").click()
     page.wait_for_selector(f".said:has-text('corrected: {wrong}')")
 
-    said = "payload->>'fact_id', payload->>'by_fact_id', payload->>'description'"
+    [(correction, source, said)] = wait_for(
+        lambda: stack.query(
+            f"SELECT id, source, payload->>'text' FROM events WHERE kind = 'fact.corrected' "
+            f"AND payload->>'fact_id' = '{wrong}'"
+        )
+    )
+    assert (source, said) == ("dashboard", right)
+    forgotten = f"SELECT memory_id, source FROM forgotten WHERE event_id = '{correction}'"
+    wait_for(lambda: stack.query(forgotten) == [(wrong, "dashboard")], what="the wrong fact forgotten")
+    fields = "kind, project, payload->>'fact_id', payload->>'by_fact_id', payload->>'description'"
 
-    def corrected() -> list[tuple[Any, ...]]:
+    def derived() -> list[tuple[Any, ...]]:  # from the correction alone, by extraction
         return stack.query(
-            f"SELECT kind, source, project, {said} FROM events WHERE source = 'dashboard' "
-            f"AND (payload->>'fact_id' = '{wrong}' OR payload->>'description' = '{right}') ORDER BY kind"
+            f"SELECT {fields} FROM events WHERE list_contains(caused_by, '{correction}') ORDER BY kind"
         )
 
-    [(asserted, *by_user), (superseded, *ended)] = wait_for(lambda: len(corrected()) == 2 and corrected())
-    new_id = by_user[2]
-    assert (asserted, by_user) == ("fact.asserted", ["dashboard", project, new_id, None, right])
-    assert (superseded, ended) == ("fact.superseded", ["dashboard", project, wrong, new_id, None])
+    [asserted, superseded] = wait_for(lambda: len(derived()) == 2 and derived())
+    new_id = asserted[2]
+    assert asserted == ("fact.asserted", project, new_id, None, right) and new_id != wrong
+    assert superseded == ("fact.superseded", project, wrong, new_id, None)
     both = f"SELECT fact_id FROM facts_current WHERE fact_id IN ('{wrong}', '{new_id}')"
     wait_for(lambda: stack.query(both) == [(new_id,)], what="the correction folded")
 

@@ -20,6 +20,7 @@ from reverie.testing import imported_event, make_event
 from schemas import kinds, memory
 from schemas.events import Event
 from schemas.ids import new_event_id
+from schemas.observed import FactCorrected
 from schemas.settings import QUEUE, Settings
 from tests.support.captures import TRANSCRIPTS
 from tests.support.processes import BIN, Stack, run_hook, wait_for
@@ -677,3 +678,28 @@ def test_a_fix_said_again_ends_a_block_and_a_summarys_fix_ends_its_earlier_block
         if isinstance(d.payload, memory.FactSuperseded)
     ]
     assert ended == ["fact:sb"]
+
+
+def test_a_correction_derives_the_fact_that_holds_in_the_users_words_from_itself_alone() -> None:
+    wrong_event = new_event_id(int((NOW - timedelta(days=2)).timestamp() * 1000))
+    said = FactCorrected(
+        fact_id="fact:old", text="The API runs on port 8443", source="project:app", relation="uses",
+        target="entity:port", category="stack", scope="project", updated_by=wrong_event,
+    )  # fmt: skip
+    correction = make_event(
+        kinds.FACT_CORRECTED, said, id=new_event_id(), ts=NOW, recorded_at=NOW, project="/home/u/app",
+        source=kinds.SOURCE_DASHBOARD,
+    )  # fmt: skip
+    [asserted, superseded] = derive([correction])
+    right = memory.corrected_fact_id("/home/u/app", "fact:old", "The API runs on port 8443")
+    assert asserted.kind == kinds.FACT_ASSERTED and superseded.kind == kinds.FACT_SUPERSEDED
+    assert asserted.caused_by == superseded.caused_by == (correction.id, wrong_event)
+    fact = asserted.payload
+    assert isinstance(fact, memory.FactAsserted)
+    assert (fact.fact_id, fact.description, fact.source, fact.relation, fact.target, fact.valid_at) == (
+        right, "The API runs on port 8443", "project:app", "uses", "entity:port", NOW,
+    )  # fmt: skip
+    ended = superseded.payload
+    assert isinstance(ended, memory.FactSuperseded)
+    assert (ended.fact_id, ended.by_fact_id, ended.invalid_at) == ("fact:old", right, NOW)
+    assert list(derive([correction])) == [asserted, superseded]  # the same, however often it runs

@@ -54,6 +54,9 @@ FOLDS: list[tuple[str, str]] = [
         f"""
         INSERT INTO forgotten SELECT id, payload->>'memory_id', ts, payload->>'reason', source, project
         FROM batch WHERE kind = '{kinds.MEMORY_FORGOTTEN}'
+        UNION ALL  -- a fact the user corrected is forgotten as they say so
+        SELECT id, payload->>'fact_id', ts, 'corrected: ' || coalesce(payload->>'text', ''), source, project
+        FROM batch WHERE kind = '{kinds.FACT_CORRECTED}'
         """,
     ),
     (

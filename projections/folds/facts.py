@@ -128,6 +128,9 @@ CREATE TABLE observations (
 CREATE TABLE observation_promotions (  -- the user's: observations chosen for CLAUDE.md's section
     observation_id VARCHAR PRIMARY KEY, promoted BOOLEAN, ts TIMESTAMPTZ, source VARCHAR, updated_by VARCHAR
 );
+CREATE TABLE approvals (  -- the user's: memories approved (or refused) for CLAUDE.md's section
+    memory_id VARCHAR PRIMARY KEY, approved BOOLEAN, ts TIMESTAMPTZ, source VARCHAR, updated_by VARCHAR
+);
 """
 
 FOLDS: list[tuple[str, str]] = [
@@ -260,6 +263,7 @@ FOLDS: list[tuple[str, str]] = [
         "observation_promotions",
         newest_choice("observation_promotions", kinds.OBSERVATION_PROMOTED, "observation_id", "promoted"),
     ),
+    ("approvals", newest_choice("approvals", kinds.MEMORY_APPROVED, "memory_id", "approved")),
 ]
 
 

@@ -14,8 +14,9 @@ EXPORT_JSON_HELP = (
     "Writes a project's memory as events: every event the log holds of the project (what its sessions "
     "did and what the workers learned from it, memories scoped global made there included), with its "
     "id, times, source, payload and causes, one JSON object a line after a header naming the format "
-    "and its version. `reverie import-json FILE` on another machine, or a teammate's, adds them to its "
-    "memory; nothing is doubled however often it is imported. Reads the event log: the stack need not run."
+    "and its version. `reverie import-json FILE` on another machine, or a teammate's, adds what was "
+    "observed to its memory (and your decisions, if they say so); nothing is doubled however often it is "
+    "imported. Reads the event log: the stack need not run."
 )
 
 
@@ -75,11 +76,26 @@ def add_import_json(commands: Commands) -> None:
     imp = commands.add_parser(
         "import-json",
         help="add the events of a `reverie export json` file to memory (idempotent)",
-        description="Sends the events of FILE (written by `reverie export json`) to the running stack, "
-        "each under its own id: those the event log holds already are skipped, so importing a file "
-        "twice adds nothing; a line that is not a valid event is kept as a dead letter with the reason.",
+        description="Sends the events of FILE (written by `reverie export json`, on another machine or by "
+        "a teammate) to the running stack, each under its own id: those the event log holds already are "
+        "skipped, so importing a file twice adds nothing. A file is data from outside: what was observed "
+        "(prompts, tool uses, sessions) lands; what its workers derived (facts, episodes, preferences...) "
+        "is never imported, this stack's workers derive it again; its user's decisions (remember, forget, "
+        "pin, promote, approve, correct, memory for every project) land only with --with-decisions, and "
+        "wait for your approval before CLAUDE.md (`reverie curate --review`). A line that is not a valid "
+        "event is kept as a dead letter with the reason.",
     )
     imp.add_argument("file", metavar="FILE", help="the export")
+    imp.add_argument(
+        "--with-decisions",
+        action="store_true",
+        help="import the file's decisions too (see them first with --dry-run)",
+    )
+    imp.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="list the file's decisions, then what an import would do; send nothing (the stack need not run)",
+    )
     imp.add_argument("--no-wait", action="store_true", help="do not wait for the dispatcher to archive them")
     imp.set_defaults(func=_import_json)
 
@@ -87,4 +103,6 @@ def add_import_json(commands: Commands) -> None:
 def _import_json(args: argparse.Namespace) -> int:
     from reverie import exporting
 
-    return exporting.import_json(args.file, wait=not args.no_wait)
+    return exporting.import_json(
+        args.file, wait=not args.no_wait, with_decisions=args.with_decisions, dry_run=args.dry_run
+    )

@@ -222,7 +222,8 @@ def build(settings: Settings) -> Starlette:
             return _back(request, error=str(e))
         return _back(
             request,
-            said=f"corrected: {wrong} now superseded (event {done.event_id}, sent to the {done.went_to})",
+            said=f"corrected: {wrong} is superseded by {done.memory_id} (event {done.event_id}, "
+            f"sent to the {done.went_to})",
         )
 
     def choosing(record: Chooser, field: str, flag: str, yes: str, no: str) -> Handler:

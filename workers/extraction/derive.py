@@ -15,9 +15,9 @@ from datetime import datetime
 import msgspec
 
 from projections.recall.words import word_set
-from schemas import kinds, memory
+from schemas import kinds, memory, observed
 from schemas.events import Event
-from schemas.memory import fact_id
+from schemas.memory import corrected_fact_id, fact_id
 from schemas.ontology import Relation, topic_of, tulving_type
 from workers.evidence.failures import CHECKS, Fixed, as_run, error_line, fixes, runs
 from workers.evidence.statements import StatementKind, statements
@@ -48,6 +48,7 @@ def derive(events: Iterable[Event]) -> Iterator[Derived]:
     yield from _commits(events)
     yield from _records(events)
     yield from _statements(events)
+    yield from _corrections(events)
     yield from _summaries(events)
     yield from _dependencies(events)
 
@@ -301,6 +302,35 @@ def _statements(events: list[Event]) -> Iterator[Derived]:
                 category=category,
                 dimensions=dimensions,
             )
+
+
+def _corrections(events: list[Event]) -> Iterator[Derived]:
+    """What holds where the user corrected a fact: a fact in their words about what the wrong one
+    was about, and the wrong one superseded by it from the correction on. Both are of the
+    correction's time, after every event of the wrong fact (its newest is a cause)."""
+    for event in events:
+        if event.kind != kinds.FACT_CORRECTED:
+            continue
+        said = msgspec.json.decode(event.payload, type=observed.FactCorrected)
+        right = corrected_fact_id(event.project, said.fact_id, said.text)
+        asserted = memory.FactAsserted(
+            fact_id=right,
+            source=said.source,
+            relation=said.relation,
+            target=said.target,
+            description=said.text,
+            category=said.category,
+            memory_type=said.memory_type,
+            network=said.network,
+            scope=said.scope,
+            valid_at=event.ts,
+        )
+        ended = memory.FactSuperseded(
+            fact_id=said.fact_id, by_fact_id=right, invalid_at=event.ts, reason="corrected by the user"
+        )
+        causes = (event.id, said.updated_by)
+        yield Derived(kinds.FACT_ASSERTED, asserted, event.project, causes, event.session_id, right)
+        yield Derived(kinds.FACT_SUPERSEDED, ended, event.project, causes, event.session_id, said.fact_id)
 
 
 def _dependencies(events: list[Event]) -> Iterator[Derived]:

@@ -18,7 +18,6 @@ import msgspec
 
 from schemas import kinds, memory
 from schemas.events import Event
-from schemas.registry import DERIVED_KINDS
 from schemas.text.harness import clean, is_noise, unmarked
 from workers.evidence.failures import CHECKS, runs
 from workers.evidence.tool_uses import tool_uses
@@ -90,16 +89,19 @@ def _edited(events: list[Event]) -> list[str]:
 
 def episodes(events: list[Event]) -> Iterator["Drawn"]:
     """The episode of each session among `events` (all of its events): the episode, its project,
-    and the events it was drawn from."""
+    and the events it was drawn from: the session's own steps, as Claude Code's hooks see them
+    (not what was recalled, remembered or stashed about it, before or after its end: the same
+    session gives the same episode whenever it is drawn)."""
     by_session: dict[str, list[Event]] = {}
     for event in sorted(events, key=lambda e: (e.ts, e.id)):
-        if event.session_id and event.kind not in DERIVED_KINDS:
+        if event.session_id and event.kind in _STEPS:
             by_session.setdefault(event.session_id, []).append(event)
     for session_id, session in by_session.items():
         if (found := _episode(session_id, session)) is not None:
             yield found
 
 
+_STEPS = frozenset(kinds.HOOK_KINDS.values())
 Drawn = tuple[memory.EpisodeRecorded, str, tuple[str, ...]]
 
 
