@@ -17,12 +17,13 @@ over each transcript, memory for the events of the sessions read (no payload is 
 import os
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import Any
 
 import msgspec
 
 from ingest.emit import Emitter, Worker
 from ingest.project import identify, project_key
-from ingest.redact import redact_text
+from ingest.redact import redact
 from ingest.transcripts import ImportedEvent, Places, find_transcripts, read_transcript
 from reverie.console import fail, out, print_rows, progress_bar
 from reverie.curating import write_in_project
@@ -151,18 +152,28 @@ def write(
     antigens = report.Antigens(
         now, sum(1 for f in frictions.values() if f.quality == "BAD"), candidates, report.groups(candidates)
     )
+    antigens = msgspec.convert(_redacted(antigens), report.Antigens)
     files = {
-        "friction_analysis.json": msgspec.json.format(msgspec.json.encode(report.Analysis(now, reports))),
-        "friction_summary.json": msgspec.json.format(
-            msgspec.json.encode(report.summary(reports, raw, behaviours, now))
+        "friction_analysis.json": msgspec.json.format(
+            msgspec.json.encode(_redacted(report.Analysis(now, reports)))
         ),
-        "friction_raw.jsonl": b"".join(msgspec.json.encode(line) + b"\n" for line in raw),
+        "friction_summary.json": msgspec.json.format(
+            msgspec.json.encode(_redacted(report.summary(reports, raw, behaviours, now)))
+        ),
+        "friction_raw.jsonl": b"".join(msgspec.json.encode(_redacted(line)) + b"\n" for line in raw),
         "antigen_candidates.json": msgspec.json.format(msgspec.json.encode(antigens)),
         "antigen_review.md": report.review(antigens).encode(),
     }
-    for name, data in files.items():  # quotes of prompts and errors: secrets out, as the hook takes them out
-        write_in_project(os.path.join(folder, name), redact_text(data.decode()), folder)
+    for name, data in files.items():
+        write_in_project(os.path.join(folder, name), data.decode(), folder)
     return folder
+
+
+def _redacted(value: msgspec.Struct) -> Any:
+    """A report's fields with the secrets of its quotes (prompts, errors) taken out, as the hook takes
+    them out of a payload: string by string, before encoding (in the encoded text, an escaped quote
+    of a prompt, `-p\\"...\\"`, would open a value running into the next string)."""
+    return redact(msgspec.to_builtins(value, builtin_types=(datetime,)))
 
 
 def _record(settings: Settings, sessions: dict[str, Session], behaviours: list[Behaviour]) -> str:

@@ -12,8 +12,9 @@ import msgspec
 import pytest
 
 from ingest.emit import encode
+from ingest.redact import redact_text
 from ingest.transcripts import ImportedEvent, read_transcript
-from reverie.friction import FRICTION, as_event
+from reverie.friction import FRICTION, Session, as_event, write
 from schemas import kinds
 from schemas.events import Event
 from tests.support.events import at, observed
@@ -257,6 +258,31 @@ def test_antigens_of_a_bad_session_name_the_failure_and_the_user_s_words() -> No
     groups = report.groups(found)
     assert groups[0].score == max(g.score for g in groups)
     assert "false_success" in report.review(report.Antigens(LATER, 1, found, groups))
+
+
+def test_the_files_quote_the_user_whole_with_only_the_secrets_taken_out(tmp_path: Any) -> None:
+    said = [
+        'I can\'t connect with mysql -u root -p"hunter 22" to /srv/app/db.sock',
+        "no, it's still broken: I can't log in, the password is wrong, see /srv/app/db.conf",
+    ]
+    events = [
+        prompt(0, said[0]),
+        bash(1, "mysql -u root app", True, "ERROR 1045: can't connect"),
+        stopped(2, "Done, it is fixed."),
+        prompt(3, said[1]),
+        bash(4, "mysql -u root app", True, "ERROR 1045: can't connect"),
+    ]
+    write(str(tmp_path), {"s1": Session("log", events, {})}, {"s1": analyze(events, LATER)}, [], LATER)
+    # each file decodes: no redaction ran across the quotes of its JSON
+    antigens = msgspec.json.decode((tmp_path / "antigen_candidates.json").read_bytes(), type=report.Antigens)
+    for line in (tmp_path / "friction_raw.jsonl").read_bytes().splitlines():
+        msgspec.json.decode(line, type=report.Raw)
+    quoted = {words for candidate in antigens.candidates for words in candidate.user_said}
+    assert quoted == {redact_text(words) for words in said}
+    assert redact_text(said[1]) == said[1]
+    review = (tmp_path / "antigen_review.md").read_text()
+    assert f"> {said[1]}" in review and "> I can't connect with mysql -u root -p[REDACTED:" in review
+    assert not any("hunter 22" in path.read_text() for path in tmp_path.iterdir())
 
 
 def refusals(n: int, command: str, session: str) -> list[Event]:

@@ -13,13 +13,23 @@ from schemas.settings import Settings
 from tests.support.processes import Stack, run_hook, wait_for
 
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
-SECRETS = [AWS_SECRET, "AKIAIOSFODNN7EXAMPLE", "hunter2-Xy9!", "3f9a8b7c6d5e4f3a2b1c0d9e", "Tr0ub4dor&3"]
+AWS_SECRET_ALONE = "je7MtGbClwBF/2Zp9Utk/h3yCo8nvbEXAMPLEKEY"  # told with no key id near it
+KEY_BASE, WEBHOOK = "9f2c4e6a8b0d1f3e5a7c9b1d3f5e7a9c", "whsec_Qm9Lp2Zx7Kv4Bn8Rt1Yw6Hs3Jd5Fg0Ac"
+SECRETS = [
+    AWS_SECRET, "AKIAIOSFODNN7EXAMPLE", "hunter2-Xy9!", "3f9a8b7c6d5e4f3a2b1c0d9e", "Tr0ub4dor&3",
+    AWS_SECRET_ALONE, "correct horse battery staple", "Geheim-4711x", "Xy9-Qq", KEY_BASE, WEBHOOK,
+]  # fmt: skip
 PROSE = "keep the token budget under 2000, the password reset flow sends a mail, our secret sauce is caching"
 PROMPTS = [
     f"use the AWS key AKIAIOSFODNN7EXAMPLE with secret {AWS_SECRET}",
     "the password is hunter2-Xy9! for the staging database",
     "my api key is 3f9a8b7c6d5e4f3a2b1c0d9e, keep it",
     "le mot de passe est Tr0ub4dor&3",
+    f"the AWS secret key is {AWS_SECRET_ALONE}",
+    "the wifi password is correct horse battery staple",
+    "das Passwort ist Geheim-4711x",
+    "Xy9-Qq is the admin password",
+    f"deploy with SECRET_KEY_BASE={KEY_BASE} and the webhook secret {WEBHOOK}",
     PROSE,
 ]
 
