@@ -1,6 +1,19 @@
 """Servers of the stack on this machine's loopback: where one listens, the secret it asks for,
-and who may ask. The MCP server (reverie/mcp_http.py) and the dashboard (reverie/dashboard/)
-each keep theirs in a file of the data directory.
+who may ask, and how many may wait. The MCP server (reverie/mcp_http.py) and the dashboard
+(reverie/dashboard/) each keep theirs in a file of the data directory.
+
+Loopback is named exactly (`is_loopback`): `localhost` (any case, no trailing dot), an IPv4
+address of 127.0.0.0/8 in dotted decimal, `::1`, or the IPv4-mapped form of one of those
+(`::ffff:127.0.0.1`). No other spelling is: not `127.1`, `0x7f.0.0.1`, `2130706433`, `0177.0.0.1`,
+`127.evil.example`, `localhost.evil`, `localhost.` or `::1%lo`, whatever a resolver would make
+of them.
+
+Both servers bound what a client that never finishes a request may hold (`serve_on`): a
+request must arrive whole, its line, headers and body, within REQUEST_WITHIN_S of its
+connection opening or of the answer before it, else the connection is closed; and at most
+MAX_CONNECTIONS are open at once: one more closes the connection that has waited longest for
+a request, or, when every one is busy with a request (a long stream of the MCP server's), is
+answered 503 and closed itself. A request once whole is never cut, however long its answer.
 
 A kept endpoint lives in a file that is this user's alone (0600, in the 0700 data directory,
 written whole): a token in a file others can read is no secret, so such a file is not read.
@@ -9,16 +22,19 @@ Standard library and msgspec only: `reverie install` and `reverie status` read t
 the web stack (`serve` imports uvicorn when it runs).
 """
 
+import ipaddress
 import os
 import secrets
 import socket
 from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
-from urllib.parse import urlsplit
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from schemas.disk.files import private_directory, write_durably
+
+if TYPE_CHECKING:
+    import asyncio
 
 # ASGI, as the servers' guards see it
 Scope = MutableMapping[str, Any]
@@ -31,10 +47,22 @@ Headers = dict[bytes, list[bytes]]  # by lowercased name, each value the request
 Check = Callable[[Scope, Headers, Send], Awaitable[bool]]
 
 _GRACE_S = 2  # seconds open requests have to end once a server stops
+# A client on this machine sends a request within milliseconds; 10 s leaves room for one stalled
+# on a busy 2-core machine, and frees within 10 s what one that says nothing holds.
+REQUEST_WITHIN_S = 10.0
+# Each Claude Code session holds a few connections to the MCP server (a stream, a pool of
+# posts), a browser six to the dashboard: 256 leaves room for dozens of sessions, and costs
+# at most about 11 MB (some 43 KB a connection) and 256 file descriptors.
+MAX_CONNECTIONS = 256
 
 LOOPBACK = "127.0.0.1"
-_LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+_LOOPBACK_V6 = ipaddress.IPv6Address("::1")
+# what a connection past MAX_CONNECTIONS is told, when every one open is busy with a request
+_BUSY = b"every connection is busy: try again soon\n"
+_FULL = b"HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Type: text/plain\r\n"
+_FULL += b"Content-Length: %d\r\n\r\n%s" % (len(_BUSY), _BUSY)
 _LIMIT = 1 << 12  # bytes: the file holds a port and a token
+_MAX_PORT = 65535
 
 
 class Endpoint(msgspec.Struct, frozen=True):
@@ -101,8 +129,20 @@ def new_token() -> str:
 
 
 def is_loopback(host: str) -> bool:
-    """Whether `host` names this machine's loopback only."""
-    return host in ("localhost", "::1") or host.startswith("127.")
+    """Whether `host` (a name or an address, IPv6 without brackets) names this machine's
+    loopback and nothing else, spelled exactly (the module's docstring)."""
+    if host.isascii() and host.lower() == "localhost":
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    if isinstance(address, ipaddress.IPv4Address):
+        return address.is_loopback
+    if address.scope_id is not None:  # ::1%eth0: an interface's, as a resolver reads it
+        return False
+    mapped = address.ipv4_mapped
+    return address == _LOOPBACK_V6 or (mapped is not None and mapped.is_loopback)
 
 
 def listens(endpoint: Endpoint, timeout: float) -> bool:
@@ -164,29 +204,127 @@ def http_only(app: App, check: Check) -> App:
 
 def serve_on(listener: socket.socket, app: App) -> None:
     """Serve `app` on `listener` until SIGINT or SIGTERM (uvicorn), open requests given _GRACE_S
-    to end."""
+    to end, connections bounded as the module's docstring says."""
     import uvicorn
 
     config = uvicorn.Config(
-        app, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=_GRACE_S
+        app,
+        http=_bounded_http(),
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
+        timeout_graceful_shutdown=_GRACE_S,
     )
     uvicorn.Server(config).run(sockets=[listener])
 
 
+def _bounded_http() -> "type[asyncio.Protocol]":
+    """uvicorn's HTTP/1.1 protocol (h11), bounded: uvicorn itself closes a connection idle
+    after an answer (timeout_keep_alive), but never one that has not finished its first
+    request, nor one whose next request stalls once begun; and it counts connections only to
+    answer requests 503 (limit_concurrency), keeping every connection that sends none."""
+    import itertools
+
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    turns = itertools.count()
+
+    class Bounded(H11Protocol):
+        waiting_since = 0  # the turn it began to wait in, for the request it has not received whole
+        deadline: "asyncio.TimerHandle | None" = None
+
+        def connection_made(self, transport: "asyncio.Transport") -> None:  # type: ignore[override]
+            self.transport = transport  # connection_lost closes it, even when refused here
+            if len(self.connections) >= MAX_CONNECTIONS and not self._made_room():
+                transport.write(_FULL)
+                transport.close()
+                return
+            super().connection_made(transport)
+            self._follow_request()
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            self._follow_request()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            self._follow_request()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._stop_deadline()
+            super().connection_lost(exc)
+
+        def _follow_request(self) -> None:
+            """Start the deadline when a request is awaited (none under way, or one begun),
+            end it once the request is whole."""
+            if self.transport.is_closing():
+                return
+            if self.conn.their_state in (h11.IDLE, h11.SEND_BODY):
+                if self.deadline is None:
+                    self.waiting_since = next(turns)
+                    self.deadline = self.loop.call_later(REQUEST_WITHIN_S, self._too_slow)
+            else:
+                self._stop_deadline()
+
+        def _too_slow(self) -> None:
+            self.deadline = None
+            self.transport.close()
+
+        def _stop_deadline(self) -> None:
+            if self.deadline is not None:
+                self.deadline.cancel()
+                self.deadline = None
+
+        def _made_room(self) -> bool:
+            """Whether there is room for one more connection, once the one that has waited
+            longest for a request is closed, if there is one waiting."""
+            live = [c for c in self.connections if not c.transport.is_closing()]
+            if len(live) < MAX_CONNECTIONS:
+                return True
+            waiting = [c for c in live if isinstance(c, Bounded) and c.conn.their_state is h11.IDLE]
+            if not waiting:
+                return False
+            min(waiting, key=lambda c: c.waiting_since).transport.close()
+            return True
+
+    return Bounded
+
+
 def from_loopback(hosts: list[bytes], origins: list[bytes]) -> bool:
-    """Whether a request's Host (exactly one) and Origin headers (at most one) name loopback:
-    a web page that rebinds a name of its own to 127.0.0.1 sends that name as its Host."""
+    """Whether a request's Host (exactly one) and Origin headers (at most one) name loopback,
+    each well formed: a web page that rebinds a name of its own to 127.0.0.1 sends that name
+    as its Host."""
     if len(hosts) != 1 or len(origins) > 1:
         return False
-    host = hosts[0].decode("latin-1").strip()
-    name = (
-        host[: host.index("]") + 1]
-        if host.startswith("[") and "]" in host
-        else host.rpartition(":")[0] or host
-    )
-    if name not in _LOOPBACK_NAMES:
+    host = _named_host(hosts[0].decode("latin-1").strip())
+    if host is None or not is_loopback(host):
         return False
     if not origins:
         return True
-    origin = urlsplit(origins[0].decode("latin-1").strip())
-    return origin.scheme in ("http", "https") and is_loopback(origin.hostname or "")
+    scheme, sep, authority = origins[0].decode("latin-1").strip().partition("://")
+    if not sep or scheme not in ("http", "https"):
+        return False
+    origin = _named_host(authority)
+    return origin is not None and is_loopback(origin)
+
+
+def _named_host(authority: str) -> str | None:
+    """The host an authority (`host[:port]`, an IPv6 address in brackets) names, IPv6 without
+    its brackets; None when its port is empty, not a number or past 65535, or an IPv6 address
+    is out of brackets. What else it holds (a user, a path) stays in the host, which then
+    names no loopback."""
+    if authority.startswith("["):
+        host, sep, rest = authority[1:].partition("]")
+        if not sep or ":" not in host:
+            return None
+    else:
+        host, sep, port = authority.partition(":")
+        rest = sep + port
+    if rest and not (rest.startswith(":") and _is_port(rest[1:])):
+        return None
+    return host
+
+
+def _is_port(text: str) -> bool:
+    return 0 < len(text) <= 5 and text.isascii() and text.isdigit() and int(text) <= _MAX_PORT

@@ -7,11 +7,13 @@ its request names (`asked`: `?root=FOLDER` in the URL, else the client's roots),
 model: recall asks the warm recall service, and says so when that does not answer.
 
 Who may ask, checked before the SDK reads a byte of the body:
-- the Host header must name loopback (127.0.0.1, localhost, [::1]), and an Origin header, if
-  any, too: a web page that rebinds a name of its own to 127.0.0.1 is refused (403);
+- the Host header must name loopback (localhost, 127.0.0.0/8, [::1], spelled exactly:
+  reverie/loopback.py), and an Origin header, if any, too: a web page that rebinds a name of its
+  own to 127.0.0.1 is refused (403);
 - the request must carry `Authorization: Bearer <token>`, compared in constant time: without
   it, or with another, 401.
-Both answers are JSON-RPC errors. Where it listens and the token: reverie/mcp_endpoint.py.
+Both answers are JSON-RPC errors. Where it listens and the token: reverie/mcp_endpoint.py. How
+long a request may take to arrive, and how many connections may be open: reverie/loopback.py.
 
 Its resident memory is the SDK's, uvicorn's and, once a tool has run, DuckDB's.
 """

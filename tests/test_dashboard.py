@@ -2,7 +2,9 @@
 opened in a real headless Chromium (tests/support/browser.py). Every page loads with no console
 error and shows the numbers `reverie sql` gives; the time slider changes the facts shown; what a
 user forgets or remembers there is an event with source `dashboard`, and recall changes with it;
-a request without the token, from another Host or another Origin is refused. Each page's
+a request without the token, from another Host or another Origin is refused. Over a data
+directory of odd names, served by `reverie dashboard --serve` alone: a bidirectional control
+left open reverses nothing after it, and names of 10,000 characters widen no page. Each page's
 screenshot lands in .cache/dashboard/."""
 
 import http.client
@@ -351,3 +353,225 @@ def test_a_prompt_shows_what_it_was_given_and_why_and_the_playground_what_it_wou
     assert "score" in given.first.inner_text() and "the floor being" in given.first.inner_text()
     watched.screenshot("prompts")
     assert watched.errors == []
+
+
+# Stored text at its oddest: names of 10,000 characters with no space, and bidirectional controls
+# left open (a right-to-left override, embedding or isolate, a first-strong isolate before Arabic),
+# each followed by the words "alpha" and "omega" (an Arabic word between them, where only an
+# override would reverse two Latin words), which must still read left to right after it.
+RLO, RLE, RLI, FSI = "\u202e", "\u202b", "\u2067", "\u2068"
+ARABIC = "\u0645\u0644\u0641"  # "file"
+CONTROLS = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"  # Bidi_Control
+ODD = "/src/odd"
+LONG = 10_000
+BIDI = re.compile(f"[{CONTROLS}]")
+
+
+def odd_events() -> list[Any]:
+    """Two sessions of project ODD, one of odd directions, one of long names, and what was
+    learned from them, as the hooks and the workers record them."""
+    from datetime import UTC, datetime, timedelta
+
+    from reverie.testing import event_at
+    from schemas.memory import (
+        CommunityDetected,
+        EntityObserved,
+        EpisodeRecorded,
+        FactAsserted,
+        PreferenceCrystallized,
+    )
+    from schemas.observed import MemoryForgotten, PromptSubmitted, SessionStarted, ToolUsed
+
+    start = datetime(2026, 11, 2, 9, tzinfo=UTC)
+    made: list[Any] = []
+
+    def record(kind: str, payload: Any, session: str | None = None, derived: bool = False) -> None:
+        when = start + timedelta(seconds=len(made))
+        cause = (made[0].id,) if derived else ()
+        made.append(event_at(kind, payload, when, project=ODD, session_id=session, caused_by=cause))
+
+    for session in ("odd-bidi", "odd-long"):
+        record(kinds.SESSION_STARTED, SessionStarted(session_id=session, source="startup", cwd=ODD), session)
+    asked = PromptSubmitted(prompt=f"open /tmp/report{RLO}fdp.exe then alpha omega")
+    record(kinds.PROMPT_SUBMITTED, asked, "odd-bidi")
+    read = ToolUsed(tool_name="Read", tool_input={"file_path": f"/tmp/invoice{RLO}fdp.exe{CONTROLS}"})
+    record(kinds.TOOL_USED, read, "odd-bidi")
+    record(kinds.PROMPT_SUBMITTED, PromptSubmitted(prompt="q" * LONG), "odd-long")
+    record(
+        kinds.TOOL_USED,
+        ToolUsed(tool_name="Read", tool_input={"file_path": "/tmp/" + "f" * LONG}),
+        "odd-long",
+    )
+    for session, title, summary in (
+        (
+            "odd-bidi",
+            f"Read {RLI}report alpha {ARABIC} omega",
+            f"Read /tmp/invoice{RLO}fdp.exe, then alpha omega.",
+        ),
+        ("odd-long", "T" * LONG, "Read /tmp/" + "s" * LONG),
+    ):
+        episode = EpisodeRecorded(
+            episode_id=f"ep-{session}", session_id=session, title=title, summary=summary, started_at=start
+        )
+        record(kinds.EPISODE_RECORDED, episode, derived=True)
+    for entity_id, name in (
+        ("e-bidi", f"cache{RLE} alpha {ARABIC} omega"),
+        ("e-long", "N" * LONG),
+        ("e-plain", "redis"),
+    ):
+        observed = EntityObserved(
+            entity_id=entity_id, type="library", name=name, normalized_name=name.lower()
+        )
+        record(kinds.ENTITY_OBSERVED, observed, derived=True)
+    for fact_id, source, said in (
+        ("fact:odd-bidi", "e-bidi", f"the cache {RLO}fdp.exe alpha omega"),
+        ("fact:odd-long", "e-long", "D" * LONG),
+    ):
+        fact = FactAsserted(
+            fact_id=fact_id, source=source, relation="depends_on", target="e-plain", description=said
+        )
+        record(kinds.FACT_ASSERTED, fact, derived=True)
+    for preference_id, statement in (
+        ("pref-bidi", f"{FSI}{ARABIC} alpha {ARABIC} omega"),
+        ("pref-long", "P" * LONG),
+    ):
+        preference = PreferenceCrystallized(
+            preference_id=preference_id, statement=statement, strength=0.8, evidence=3
+        )
+        record(kinds.PREFERENCE_CRYSTALLIZED, preference, derived=True)
+    community = CommunityDetected(
+        community_id="c-long", members=["e-long", "e-plain"], label="N" * LONG, hub="e-long"
+    )
+    record(kinds.COMMUNITY_DETECTED, community, derived=True)
+    record(kinds.MEMORY_FORGOTTEN, MemoryForgotten(memory_id="fact:odd-long", reason="R" * LONG))
+    return made
+
+
+@pytest.fixture(scope="module")
+def odd() -> Iterator[str]:
+    """`reverie dashboard --serve` as its own process over a data directory holding odd_events:
+    the URL it prints (its token in it)."""
+    import select
+    import shutil
+    import tempfile
+
+    from reverie.testing import Folding
+    from tests.support.processes import environ_of
+
+    folder = tempfile.mkdtemp(prefix="rv-")
+    folding = Folding(Settings(folder))
+    folding.fold(odd_events())
+    folding.close()
+    command = [str(BIN), "dashboard", "--serve", "--port", "0"]
+    server = subprocess.Popen(
+        command, env=environ_of(folder), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+    )
+    try:
+        assert server.stdout is not None
+        assert select.select([server.stdout], [], [], 60)[0], "the dashboard printed no URL"
+        yield server.stdout.readline().decode().removeprefix("dashboard:").strip()
+    finally:
+        server.terminate()
+        server.wait(30)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def odd_page(browser: Browser, odd: str) -> Iterator[Watched]:
+    opened = Watched(browser)
+    opened.page.goto(odd)
+    yield opened
+    opened.close()
+
+
+def reads_left_to_right(watched: Watched, selector: str) -> tuple[bool, str]:
+    """Whether "alpha" is drawn left of "omega" in the first element `selector` finds holding
+    both, and its text as shown."""
+    found = watched.page.locator(selector, has_text="alpha").first
+    found.wait_for()
+    left: dict[str, float] = found.evaluate(
+        """(element) => {
+          const at = {};
+          const walk = document.createTreeWalker(element, NodeFilter.SHOW_TEXT);
+          for (let node = walk.nextNode(); node; node = walk.nextNode()) {
+            for (const word of ["alpha", "omega"]) {
+              const i = node.data.indexOf(word);
+              if (i < 0 || word in at) continue;
+              const range = document.createRange();
+              range.setStart(node, i);
+              range.setEnd(node, i + word.length);
+              at[word] = range.getBoundingClientRect().left;
+            }
+          }
+          return at;
+        }"""
+    )
+    return left["alpha"] < left["omega"], found.inner_text()
+
+
+def test_a_bidirectional_control_left_open_in_stored_text_reverses_nothing_after_it(
+    odd_page: Watched, odd: str
+) -> None:
+    page, origin = odd_page.page, odd.partition("/?")[0]
+    project = urlencode({"project": ODD})
+    reordered, raw = [], []
+    for path, selector, control in (
+        ("/sessions/odd-bidi", "section.episode p", RLO),  # the episode the issue saw reversed
+        ("/sessions/odd-bidi", "section.episode h2", RLI),
+        ("/sessions/odd-bidi", "#events td", RLO),  # the prompt, as the session's event
+        (f"/prompts?{project}", "#prompts td", RLO),
+        (f"/learned?{project}", "#preferences td", FSI),
+        ("/why/fact:odd-bidi", ".why h3", RLO),
+        (f"/graph?{project}", "#graph[data-ready=yes]", None),
+    ):
+        page.goto(origin + path)
+        if control is None:  # what the graph's script shows: an entity found by name
+            page.wait_for_selector(selector)
+            page.locator("#q").fill("cache")
+            page.locator("#find button").click()
+            selector, control = "#panel li", RLE
+        in_order, text = reads_left_to_right(odd_page, selector)
+        if not in_order or f"[U+{ord(control):04X}]" not in text:  # written out, where it was
+            reordered.append((path, selector, text))
+        raw += [(path, text) for text in BIDI.findall(page.locator("body").inner_text())]
+    assert reordered == [] and raw == []
+    page.goto(f"{origin}/sessions/odd-bidi")
+    shown = "".join(f"[U+{ord(c):04X}]" for c in CONTROLS)  # each control of the file name's
+    assert f"/tmp/invoice[U+202E]fdp.exe{shown}" in page.locator("#events").inner_text()
+    assert odd_page.errors == []
+
+
+def test_names_of_ten_thousand_characters_keep_every_page_within_the_window(
+    odd_page: Watched, odd: str
+) -> None:
+    page, origin = odd_page.page, odd.partition("/?")[0]
+    project = urlencode({"project": ODD})
+
+    def fits(where: str) -> None:
+        width, room = page.evaluate(
+            "[document.documentElement.scrollWidth, document.documentElement.clientWidth]"
+        )
+        assert width <= room, f"{where}: {width} px wide in a window of {room}"
+
+    for path, ready, shown in (
+        ("/", "#activity", "T"),  # the long session's episode
+        ("/sessions", "table.sessions", "T"),
+        ("/sessions/odd-long", "#events", "f"),  # its file name, as its event
+        (f"/prompts?{project}", "#prompts", "q"),
+        (f"/learned?{project}", "#communities", "N"),  # the long entity, its community's hub
+        (f"/memory?{project}", "#forgotten", "R"),  # why the long fact was forgotten
+        ("/why/fact:odd-long", ".why", "D"),
+        (f"/graph?{project}", "#graph[data-ready=yes]", ""),
+    ):
+        page.goto(origin + path)
+        page.wait_for_selector(ready)
+        assert shown * 100 in page.locator("main").inner_text(), path
+        fits(path)
+    page.locator("#q").fill("NNNN")  # the graph's panel: the entity found, then shown
+    page.locator("#find button").click()
+    page.locator("#panel a").first.click()
+    page.wait_for_selector("#panel h4")
+    assert len(page.locator("#panel h3").inner_text()) == LONG
+    fits("the graph's panel")
+    odd_page.screenshot("long-names")
+    assert odd_page.errors == []

@@ -1,6 +1,8 @@
 """The dashboard's parts, without a browser: who it lets in (loopback Host and Origin, the token
 then its cookie), the headers every answer carries, where it keeps its port and token, its pages
-over an empty data directory, and the vendored scripts it ships."""
+over an empty data directory, the numbers a query may give, stored text's bidirectional controls
+written out while the ids a page sends back stay as they are, and the vendored scripts it
+ships."""
 
 import asyncio
 import hashlib
@@ -8,9 +10,10 @@ import json
 import os
 import stat
 from datetime import UTC, datetime
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl, unquote, urlencode
 
 import msgspec
 import pytest
@@ -20,10 +23,11 @@ from reverie.dashboard.app import build
 from reverie.dashboard.guard import CSP, cookie_name, cookie_value, guarded
 from reverie.dashboard.server import url, wanted
 from reverie.loopback import Endpoint, keep, kept
-from reverie.testing import Folding, make_event
+from reverie.testing import Folding, event_at, make_event
 from schemas import kinds
 from schemas.events import decode_event
 from schemas.memory import ObservationFormed, PreferenceCrystallized
+from schemas.observed import PromptSubmitted, SessionStarted
 from schemas.settings import Settings
 
 VENDOR = Path(__file__).resolve().parents[1] / "reverie" / "dashboard" / "static" / "vendor"
@@ -289,3 +293,120 @@ def test_pinning_and_promoting_are_events_with_source_dashboard(
     assert msgspec.json.decode(event.payload) == chosen[1]
     folding.fold([event])  # and the page shows it so
     assert b"pinned" in ask(app, "/learned?project=%2Fapp", headers=COOKIE).body
+
+
+@pytest.mark.parametrize(
+    "given",
+    [
+        "99999999999999999999999",  # past what the store's OFFSET takes
+        "1000000001",
+        "9" * 5000,  # more digits than int() reads
+        "-1",
+        "1.5",
+        "1e3",
+        "+5",
+        " 5",
+        "0x10",
+        "1_000",
+        "",
+        "\u0661\u0662",  # Arabic-Indic digits, which int() reads
+        "\uff11",  # a fullwidth digit
+        "\u00b2",  # a superscript two
+        "five",
+    ],
+)
+def test_an_offset_out_of_range_or_not_a_number_is_refused_saying_so(app: Any, given: str) -> None:
+    for path in ("/sessions", "/prompts"):
+        answer = ask(app, f"{path}?{urlencode({'offset': given})}", headers=COOKIE)
+        assert answer.status == 400, (path, given)
+        assert b"offset: one whole number from 0 to 1,000,000,000" in answer.body
+        assert b"Bad request" in answer.body and answer.headers["content-type"].startswith("text/html")
+    twice = ask(app, "/sessions?offset=1&offset=2", headers=COOKIE)
+    assert twice.status == 400 and b"&#39;1&#39;, &#39;2&#39;" in twice.body
+
+
+@pytest.mark.parametrize(
+    ("query", "refused"),
+    [
+        ("nodes=0", "nodes"),
+        ("nodes=5001", "nodes"),
+        ("nodes=-3", "nodes"),
+        ("nodes=1e2", "nodes"),
+        ("nodes=%D9%A1", "nodes"),
+        ("at=nan", "at"),
+        ("at=inf", "at"),
+        ("at=1e400", "at"),
+        ("at=99999999999999999999", "at"),  # after the year 9999
+        ("at=1_0", "at"),
+        ("at=%D9%A1%D9%A2", "at"),
+        ("at=", "at"),
+        ("at=1&at=2", "at"),
+    ],
+)
+def test_the_graphs_numbers_out_of_range_or_not_numbers_are_refused_saying_so(
+    app: Any, query: str, refused: str
+) -> None:
+    answer = ask(app, f"/api/graph?{query}", headers=COOKIE)
+    assert answer.status == 400 and json.loads(answer.body)["error"].startswith(f"{refused}: one "), query
+    if refused == "nodes":
+        assert ask(app, f"/graph?{query}", headers=COOKIE).status == 400
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/sessions?offset=0", "/prompts?offset=1000000000", "/sessions?offset=007", "/graph?nodes=1",
+     "/api/graph?nodes=5000", "/api/graph?at=0", "/api/graph?at=-86400", "/api/graph?at=1700000000.5"],
+)  # fmt: skip
+def test_a_number_in_range_is_taken(app: Any, path: str) -> None:
+    assert ask(app, path, headers=COOKIE).status == 200
+
+
+class Parsed(HTMLParser):
+    """A page's text (what it shows) and its attributes' values, apart."""
+
+    def __init__(self, page: bytes) -> None:
+        super().__init__()
+        self.text: list[str] = []
+        self.values: dict[str, list[str]] = {}
+        self.feed(page.decode())
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        for name, value in attrs:
+            self.values.setdefault(name, []).append(value or "")
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+
+BIDI_CONTROLS = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+
+
+def test_pages_write_bidirectional_controls_out_and_send_ids_back_as_they_are(
+    app: Any, folding: Folding
+) -> None:
+    project, session = "/src/\u202eapp", "odd\u2067id"
+    at = datetime(2026, 11, 1, tzinfo=UTC)
+    asked = PromptSubmitted(prompt=f"deploy {BIDI_CONTROLS} now")
+    folding.fold(
+        [
+            event_at(kinds.SESSION_STARTED, SessionStarted(), at, project=project, session_id=session),
+            event_at(kinds.PROMPT_SUBMITTED, asked, at, project=project, session_id=session),
+        ]
+    )
+    scoped = urlencode({"project": project})
+    for path in (f"/sessions?{scoped}", f"/prompts?{scoped}", f"/sessions/{session}", "/"):
+        answer = ask(app, path, headers=COOKIE)
+        assert answer.status == 200, path
+        page = Parsed(answer.body)
+        shown = "".join(page.text)
+        assert not any(c in shown for c in BIDI_CONTROLS), path  # written out, each
+        assert "/src/[U+202E]app" in shown, path  # the project switch names it so
+        assert project in page.values["value"], path  # and sends it back as it is
+        assert page.values["data-project"] == [project if "project" in path else ""]
+    listed = Parsed(ask(app, f"/sessions?{scoped}", headers=COOKIE).body)
+    [link] = [href for href in listed.values["href"] if href.startswith("/sessions/")]
+    assert link.startswith("/sessions/odd%E2%81%A7id?")  # the id percent-encoded, not written out
+    opened = ask(app, unquote(link), headers=COOKIE)  # as uvicorn hands its path over
+    assert opened.status == 200 and "odd[U+2067]id" in "".join(Parsed(opened.body).text)
+    prompts = "".join(Parsed(ask(app, f"/prompts?{scoped}", headers=COOKIE).body).text)
+    assert "deploy " + "".join(f"[U+{ord(c):04X}]" for c in BIDI_CONTROLS) + " now" in prompts

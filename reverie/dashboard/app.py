@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl, quote, urlencode
 
 import msgspec
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
@@ -29,6 +29,7 @@ from reverie.dashboard import reads
 from schemas.kinds import SOURCE_DASHBOARD
 from schemas.recall import Preview
 from schemas.settings import Settings
+from schemas.text.fence import bidi_shown
 
 HERE = Path(__file__).parent
 PAGES = (
@@ -45,7 +46,18 @@ Handler = Callable[[Request], Awaitable[Response]]
 Chooser = Callable[..., remembering.Recorded]
 
 _PREVIEW_WAIT_S = 10.0  # for the recall service's answer to the playground
+_MOST_OFFSET = 1_000_000_000  # rows a list may skip: far past any data directory's
 _SECTIONS = {"session": "sessions", "why": "graph"}  # a page under another's item in the menu
+
+
+class BadQuery(Exception):
+    """A query parameter out of its range, or not what it must be: 400, saying which and why."""
+
+
+class Exact(str):
+    """A value a page sends back as it is (an id or a project in a form's field or a data
+    attribute), which its bidirectional controls, if any, must stay in: the one text `_shown`
+    leaves alone. A template marks it so: `{{ value | exact }}`."""
 
 
 class Json(JSONResponse):
@@ -59,8 +71,12 @@ def build(settings: Settings) -> Starlette:
     """The dashboard's app over `settings`' data directory (not yet guarded: see guard.py)."""
     db = reads.Projections(settings)
     templates = Environment(
-        loader=FileSystemLoader(HERE / "templates"), autoescape=True, undefined=StrictUndefined
+        loader=FileSystemLoader(HERE / "templates"),
+        autoescape=True,
+        undefined=StrictUndefined,
+        finalize=_shown,
     )
+    templates.filters["exact"] = Exact
     templates.filters["when"] = _when
     templates.filters["short"] = _short
 
@@ -91,7 +107,7 @@ def build(settings: Settings) -> Starlette:
 
     async def graph(request: Request) -> Response:
         span = await run_in_threadpool(reads.time_span, db, _project(request))
-        return await page(request, "graph", span=span, nodes=_number(request, "nodes", reads.GRAPH_NODES))
+        return await page(request, "graph", span=span, nodes=_nodes(request))
 
     async def sessions(request: Request) -> Response:
         offset = _offset(request)
@@ -142,15 +158,11 @@ def build(settings: Settings) -> Starlette:
         return Json(await run_in_threadpool(reads.activity, db, _project(request)))
 
     async def graph_json(request: Request) -> Response:
-        at = request.query_params.get("at")
-        try:
-            when = datetime.fromtimestamp(float(at), UTC) if at else None
-        except (ValueError, OverflowError, OSError):
-            return Json({"error": f"at: seconds since the epoch, not {at!r}"}, status_code=400)
+        when = _moment(request)
         around = request.query_params.get("around") or None
         known_now = request.query_params.get("known") == "now"
         project = _project(request)
-        nodes = _number(request, "nodes", reads.GRAPH_NODES)
+        nodes = _nodes(request)
         return Json(await run_in_threadpool(lambda: reads.graph(db, project, when, around, known_now, nodes)))
 
     async def entity_json(request: Request) -> Response:
@@ -257,6 +269,13 @@ def build(settings: Settings) -> Starlette:
             return _back(request, error=str(e))
         return _back(request, said=f"remembered (event {done.event_id}, sent to the {done.went_to})")
 
+    async def bad_query(request: Request, error: Exception) -> Response:
+        if request.url.path.startswith("/api/"):
+            return Json({"error": str(error)}, status_code=400)
+        return await page(
+            request, "missing", 400, title="Bad request", heading="Bad request", what=str(error)
+        )
+
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         yield
@@ -300,6 +319,7 @@ def build(settings: Settings) -> Starlette:
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
         ],
         lifespan=lifespan,
+        exception_handlers={BadQuery: bad_query},
     )
 
 
@@ -330,20 +350,66 @@ def _project(request: Request) -> str | None:
 
 
 def _offset(request: Request) -> int:
-    return max(_number(request, "offset", 0), 0)
+    return _number(request, "offset", 0, 0, _MOST_OFFSET)
 
 
-def _number(request: Request, name: str, default: int) -> int:
-    try:
-        return int(request.query_params.get(name, default))
-    except ValueError:
+def _nodes(request: Request) -> int:
+    return _number(request, "nodes", reads.GRAPH_NODES, 1, reads.MOST_NODES)
+
+
+def _number(request: Request, name: str, default: int, least: int, most: int) -> int:
+    """The whole number the query gives as `name` (ASCII digits, once, from `least` to `most`),
+    `default` when it gives none; else BadQuery."""
+    given = request.query_params.getlist(name)
+    if not given:
         return default
+    text = given[0]
+    # the length first: int() refuses, with its own error, a text of more than 4,300 digits
+    whole = len(given) == 1 and text.isascii() and text.isdigit() and len(text) <= len(str(most))
+    if whole and least <= int(text) <= most:
+        return int(text)
+    raise BadQuery(f"{name}: one whole number from {least:,} to {most:,}, not {_given(given)}")
+
+
+def _moment(request: Request) -> datetime | None:
+    """The moment the query gives as `at` (seconds since the epoch, ASCII digits with a point
+    at most, once), None when it gives none; else BadQuery."""
+    given = request.query_params.getlist("at")
+    if not given:
+        return None
+    whole, _, part = given[0].removeprefix("-").partition(".")
+    if (
+        len(given) == 1
+        and len(given[0]) <= 32
+        and all(p.isascii() and p.isdigit() for p in (whole, part or "0"))
+    ):
+        try:
+            return datetime.fromtimestamp(float(given[0]), UTC)
+        except (OverflowError, OSError, ValueError):  # before year 1 or after 9999
+            pass
+    raise BadQuery(f"at: one moment in seconds since the epoch, not {_given(given)}")
+
+
+def _given(values: list[str]) -> str:
+    """What a query gave, as an error says it: each value quoted, a long one cut."""
+    return ", ".join(repr(_short(v, 40)) for v in values) or "nothing"
 
 
 def _scoped(path: str, project: str | None, **more: Any) -> str:
-    """`path` with the page's project, and `more`, as its query."""
+    """`path` (an id in it percent-encoded, as every other character not ASCII) with the page's
+    project, and `more`, as its query."""
     query = {**({"project": project} if project else {}), **{k: v for k, v in more.items() if v is not None}}
+    path = quote(path, safe="/:")
     return f"{path}?{urlencode(query)}" if query else path
+
+
+def _shown(value: Any) -> Any:
+    """What a page shows of a value: a text with its bidirectional controls written out
+    (`[U+202E]`, schemas/text/fence.py), so that none reorders what follows it on the page;
+    markup (a macro's, made of values shown so) and an Exact value as they are."""
+    if isinstance(value, str) and not isinstance(value, Exact) and not hasattr(value, "__html__"):
+        return bidi_shown(value)
+    return value
 
 
 def _back(request: Request, said: str | None = None, error: str | None = None) -> Response:

@@ -12,6 +12,14 @@ close the fence, and the model sees one opening and one closing tag. The recall 
 renders the fence; the hook checks it again (`guarded`) before it prints, so what it prints is
 fenced whatever answered on the socket or lay in a profile. Standard library only, and
 neither `re` nor `functools` (2.7 ms to import): the hook imports it.
+
+Nor does any text inside carry a bidirectional control (Unicode's Bidi_Control characters:
+the embeddings, overrides and isolates U+202A to U+202E and U+2066 to U+2069, and the marks
+U+200E, U+200F and U+061C): each is written out as `[U+202E]` (`bidi_shown`), so a file name
+holding an unterminated right-to-left override cannot reverse, on the screen of whoever reads
+the context (Claude Code's transcript view, a log), the text that follows it, and the model
+is told the name holds one. `escape` does it for each stored text the recall service renders,
+`guarded` again for all the hook prints. The dashboard shows stored text so too.
 """
 
 import unicodedata
@@ -28,13 +36,26 @@ _GAP = "\n…\n"
 _FIRST, _SECOND = NAME.split("-")
 _JOINERS = frozenset("-_\u2010\u2011\u2012\u2013\u2014\u2015\u2212")  # as NFKC leaves them
 _MAX_JOINERS = 3
+# Unicode's Bidi_Control characters: a mark, or an embedding, override or isolate (and their ends)
+BIDI_CONTROLS = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+_BIDI_SHOWN = {ord(c): f"[U+{ord(c):04X}]" for c in BIDI_CONTROLS}
+
+
+def bidi_shown(text: str) -> str:
+    """`text` with each bidirectional control written out (`[U+202E]`): it reorders nothing."""
+    return text if text.isascii() else text.translate(_BIDI_SHOWN)
 
 
 def escape(text: str) -> str:
     """`text` as it was, but for the fence's markers (see the module's docstring), each with the
-    brackets and slashes touching it (spaces between included) made `NEUTRAL`. Linear: an ASCII
-    text is searched as it is; another is folded a character at a time first (about 3 ms for
-    10,000 characters)."""
+    brackets and slashes touching it (spaces between included) made `NEUTRAL`, and its
+    bidirectional controls written out (`bidi_shown`). Linear: an ASCII text is searched as it
+    is; another is folded a character at a time first (about 3 ms for 10,000 characters)."""
+    return bidi_shown(_unmarked(text))
+
+
+def _unmarked(text: str) -> str:
+    """`text`, the fence's markers in it made `NEUTRAL` (`escape`)."""
     folded, origin = (text.lower(), None) if text.isascii() else _folded(text)
     if _FIRST not in folded:
         return text
@@ -148,9 +169,10 @@ _BRACKET_WORDS = (
 
 
 def guarded(text: str, limit: int) -> str:
-    """`text` as it may be printed, at most `limit` characters: itself when it is one fence
-    holding no marker of its own, else all of it made inert (`escape`) and fenced; "" for
-    nothing."""
+    """`text` as it may be printed, at most `limit` characters, its bidirectional controls
+    written out: itself when it is one fence holding no marker of its own, else all of it made
+    inert (`escape`) and fenced; "" for nothing."""
+    text = bidi_shown(text)
     whole = text.startswith(OPENING) and text.endswith(CLOSING) and len(text) >= len(OPENING) + len(CLOSING)
     inner = text[len(OPENING) : len(text) - len(CLOSING)] if whole else escape(text) + "\n"
     if whole and escape(inner) != inner:

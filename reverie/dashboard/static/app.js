@@ -4,9 +4,17 @@
 
 const POLL_MS = 5000;
 
+// Text as a page shows it: each bidirectional control (Unicode's Bidi_Control) written out,
+// "[U+202E]", as the server writes them (schemas/text/fence.py), so that none reorders what
+// follows it. graph.js uses it too.
+function bidiShown(text) {
+  const hex = (c) => c.codePointAt(0).toString(16).toUpperCase().padStart(4, "0");
+  return String(text).replace(/[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, (c) => `[U+${hex(c)}]`);
+}
+
 function el(tag, text, cls) {
   const node = document.createElement(tag);
-  if (text !== undefined && text !== null) node.textContent = String(text);
+  if (text !== undefined && text !== null) node.textContent = bidiShown(text);
   if (cls) node.className = cls;
   return node;
 }
@@ -143,7 +151,7 @@ async function drawStrength() {
     box.dataset.ready = "none";
     return;
   }
-  about.textContent = `${data.kind}: ${data.text.slice(0, 200)} (recalled or used ${data.uses.length} times)`;
+  about.textContent = bidiShown(`${data.kind}: ${data.text.slice(0, 200)} (recalled or used ${data.uses.length} times)`);
   new uPlot(
     {
       width: Math.max(box.clientWidth, 300),

@@ -16,7 +16,7 @@ function rgba(hex, alpha) {
 }
 function el(tag, text, cls) {
   const node = document.createElement(tag);
-  if (text !== undefined && text !== null) node.textContent = String(text);
+  if (text !== undefined && text !== null) node.textContent = bidiShown(text); // app.js's
   if (cls) node.className = cls;
   return node;
 }
@@ -53,7 +53,7 @@ async function getJson(url) {
 
 function nodeAttributes(n, x, y) {
   return {
-    label: n.name || n.id, x, y, type: "circle", kind: n.type || "entity",
+    label: bidiShown(n.name || n.id), x, y, type: "circle", kind: n.type || "entity",
     size: 3 + 2.2 * Math.sqrt(n.degree || 1), color: colourOf(n.type || "entity"),
   };
 }
@@ -75,7 +75,7 @@ function merge(data, replaceEdges, anchor) {
   const centre = origin && sent.get(anchor);
   for (const n of data.nodes) {
     if (graph.hasNode(n.id)) {
-      graph.mergeNodeAttributes(n.id, { label: n.name || n.id });
+      graph.mergeNodeAttributes(n.id, { label: bidiShown(n.name || n.id) });
       continue;
     }
     const x = centre ? origin.x + (n.x - centre.x) * 0.35 : n.x;
@@ -128,7 +128,7 @@ async function load(replace) {
 function factRow(f) {
   const triple = `${f.source} ${f.relation.replaceAll("_", " ")} ${f.target || ""}`;
   const item = el("li", f.description || triple, f.holds ? "" : "gone");
-  item.title = triple;
+  item.title = bidiShown(triple);
   const link = el("a", " why");
   link.href = "#";
   link.addEventListener("click", (event) => { event.preventDefault(); showWhy(f.fact_id); });
