@@ -12,7 +12,8 @@ A memory is a section: a heading and what follows it up to the next heading, wit
 above it, cut at its paragraphs when longer than SECTION_LIMIT. A section is how these files
 are written (MEMORY.md's index lines, a rules file's topic, CLAUDE.md's "## Testing"): it keeps
 each line with what it is about, where a bullet alone ("- run it with -q") would not say what
-of. Headings and fences are read as Markdown does: a `#` line inside a code fence is not one.
+of. Headings are read as CommonMark reads them (schemas/text/markdown.py): a `#` line inside code is
+not one.
 
 Never read: YAML front matter, and CLAUDE.md's memory section (ingest/claude_md.py `outside`),
 which reverie writes itself (`reverie curate`); markers that make no single block are the
@@ -38,14 +39,14 @@ from typing import Literal
 
 import msgspec
 
-from ingest.claude_md import lines_in_code, outside
+from ingest.claude_md import outside
 from ingest.project import project_key
 from schemas.ids import derived_event_id
 from schemas.observed import ClaudeMemoryOrigin, ClaudeMemoryRead
+from schemas.text.markdown import headings
 
 SECTION_LIMIT = 2000  # characters of a memory, as `reverie remember`'s
 FILE_LIMIT = 1 << 20  # bytes read of a file: memory files are a few KB
-_HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 
 Scope = Literal["project", "global"]
 
@@ -170,15 +171,20 @@ def sections(text: str) -> list[Section]:
 
 
 def _lines(text: str) -> Iterator[tuple[str, tuple[int, str] | None]]:
-    """Each line to read, with its heading (level, title) if it is one: front matter and the
-    block reverie writes left out, headings inside code fences read as text."""
+    """Each line to read, with its heading (level, title) if it is one, as CommonMark reads
+    them (a `#` line in code is text, a setext heading's underline is its heading's): front
+    matter and the block reverie writes left out."""
     lines = outside(text).replace("\r\n", "\n").replace("\r", "\n").split("\n")
     if lines and lines[0].strip() == "---" and "---" in (rest := [line.strip() for line in lines[1:]]):
         lines = lines[rest.index("---") + 2 :]
-    for line, in_code in lines_in_code("\n".join(lines)):
-        line = line.rstrip("\n")
-        heading = None if in_code else _HEADING.match(line)
-        yield line, (len(heading.group(1)), (heading.group(2) or "").strip()) if heading else None
+    found = headings("\n".join(lines))
+    within = -1  # the last line of the heading being read
+    for n, line in enumerate(lines):
+        if (heading := found.get(n)) is not None:
+            within = heading.last
+            yield line, (heading.level, heading.title)
+        elif n > within:
+            yield line, None
 
 
 def _cut(heading: str, body: str) -> list[Section]:

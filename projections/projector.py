@@ -75,7 +75,7 @@ def fold_segments(db: duckdb.DuckDBPyConnection, event_log: EventLog, segments: 
             if runs_on(name, present):
                 db.execute(sql)
         db.execute(_MEMORIES_CHANGED)
-        folded = db.execute("INSERT INTO folded SELECT id FROM batch").fetchall()[0][0]
+        folded = db.execute("INSERT INTO folded SELECT id, kind, source FROM batch").fetchall()[0][0]
         db.executemany(
             "INSERT OR IGNORE INTO folded_segments VALUES (?)", [[os.path.basename(p)] for p in segments]
         )

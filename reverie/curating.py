@@ -4,24 +4,30 @@ trusts (projections/curation.py), written where Claude Code loads them.
 Only the block between the markers of the project's CLAUDE.md is written (ingest/claude_md.py):
 every byte outside stays as it was, a file with no block gets one at its end, a file whose
 markers make no single block is left alone with an error. `.claude/memory/facts.md`,
-`preferences.md` and `episodes.md` hold the same parts, for reading and diffing in git. A file
-already as it would be written is not touched; `--dry-run` shows the changes as diffs and writes
-nothing. Reads the projections' newest snapshot: the stack need not run.
+`preferences.md` and `episodes.md` hold the same parts, for reading and diffing in git. Every
+file is checked before the first is written (reverie/project_files.py: inside the project, a
+regular file, writable, bounded), and what the user writes meanwhile is kept. A file already as
+it would be written is not touched; `--dry-run` shows the changes as diffs and writes nothing.
+`--review` asks the user, one by one, about the memories that wait for their yes (what the agent
+remembered on its own, what an import brought, what prompts stated...), records each answer
+(`memory.approved`), then writes. Reads the projections' newest snapshot: the stack need not
+run.
 """
 
 import difflib
 import os
 import time
-from pathlib import Path
+from collections.abc import Callable
 
 import msgspec
 
 from ingest.claude_md import MemoryBlockError, splice
-from projections.curation import OFFERED, Section, files, render, section
+from projections.curation import OFFERED, Section, Waiting, files, render, section
+from reverie.project_files import Refused, Target, read_text, rewrite, target, write_text
 from schemas.settings import Settings
+from schemas.text.markdown import LONGEST
 
 MEMORY_DIR = os.path.join(".claude", "memory")
-_NEW_FILE_MODE = 0o644  # CLAUDE.md and .claude/memory/ are the repository's, for git and the team
 
 
 class Written(msgspec.Struct, frozen=True):
@@ -46,32 +52,48 @@ def section_of(settings: Settings, project: str) -> Section:
 
 def curate(settings: Settings, project: str, root: str, dry_run: bool, show: bool = False) -> Written:
     """Write `project`'s memory section into `root`'s CLAUDE.md and .claude/memory/ (or, with
-    `dry_run`, print what would change). MemoryBlockError when CLAUDE.md's markers make no
-    single block; UnicodeDecodeError when a file is not UTF-8 (nothing is written);
-    NoSnapshot before the projector's first snapshot."""
+    `dry_run`, print what would change). Every file is checked and read before any is written:
+    MemoryBlockError when CLAUDE.md's markers make no single block; Refused (an OSError) for a
+    file that leads out of the project, is no regular file, is read-only or too large;
+    UnicodeDecodeError when a file is not UTF-8; NoSnapshot before the projector's first
+    snapshot. Nothing is written when any of these is raised."""
     part = section_of(settings, project)
     block = render(part)
-    claude_md = os.path.join(root, "CLAUDE.md")
-    wanted = {claude_md: splice(_read(claude_md), block)}
-    wanted |= {os.path.join(root, MEMORY_DIR, name): text for name, text in files(part).items()}
-    changed = [path for path, text in wanted.items() if _read(path) != text]
+    makers: dict[str, Callable[[str], str]] = {
+        os.path.join(root, "CLAUDE.md"): lambda text: splice(text, block)
+    }
+    for name, text in files(part).items():
+        makers[os.path.join(root, MEMORY_DIR, name)] = _whole(text)
+    targets = {path: target(path, root) for path in makers}
+    before = {path: read_text(found) for path, found in targets.items()}
+    wanted = {path: makers[path](text) for path, text in before.items()}
+    changed = [path for path, text in wanted.items() if before[path] != text]
     for path in changed:
-        if dry_run and show:
-            _show_diff(path, _read(path), wanted[path])
-        elif not dry_run:
-            write_in_project(path, wanted[path], root)
+        if dry_run:
+            if show:
+                _show_diff(path, before[path], wanted[path])
+        elif not rewrite(targets[path], makers[path]):
+            changed.remove(path)
     unchanged = [path for path in wanted if path not in changed]
     return Written(part, len(block.splitlines()), changed, unchanged)
 
 
+def _whole(text: str) -> Callable[[str], str]:
+    """What makes a file `text`, whatever it held."""
+    return lambda _: text
+
+
 def export_markdown(settings: Settings, project: str, directory: str) -> list[str]:
     """`project`'s memory section as seed 004's three files in `directory`; the paths written.
-    NoSnapshot before the projector's first snapshot."""
-    written = []
-    for name, text in files(section_of(settings, project)).items():
-        write_in_project(path := os.path.join(directory, name), text, directory)
-        written.append(path)
-    return written
+    NoSnapshot before the projector's first snapshot; Refused for a file that is no regular file
+    of `directory` (each is checked before the first is written)."""
+    texts = {
+        os.path.join(directory, name): text for name, text in files(section_of(settings, project)).items()
+    }
+    targets: dict[str, Target] = {path: target(path, directory) for path in texts}
+    for path, text in texts.items():
+        rewrite(targets[path], _whole(text))
+    return list(texts)
 
 
 def export_markdown_command(project: str, directory: str) -> int:
@@ -115,30 +137,9 @@ def holds_event(settings: Settings, event_id: str, timeout: float) -> bool:
         time.sleep(0.2)
 
 
-def _read(path: str) -> str:
-    """The file's text as stored (its line breaks kept), "" when there is none."""
-    try:
-        return Path(path).read_bytes().decode("utf-8")
-    except FileNotFoundError:
-        return ""
-
-
 def write_in_project(path: str, text: str, root: str) -> None:
-    """`text` into `path` at once and durably (a reader, or a crash, sees the old file or the new,
-    never half), with the old file's permissions; through a symbolic link to the file it names
-    (CLAUDE.md is often a link to AGENTS.md), which stays a link, as long as that file is in the
-    folder `root` (a cloned repository's link to ~/.bashrc is refused: OSError)."""
-    from schemas.disk.files import write_durably
-
-    real = os.path.realpath(path)
-    if os.path.commonpath([real, os.path.realpath(root)]) != os.path.realpath(root):
-        raise OSError(f"{path} leads out of {root} (to {real}): left alone")
-    try:
-        mode = os.stat(real).st_mode & 0o7777
-    except FileNotFoundError:
-        mode = _NEW_FILE_MODE
-    write_durably(os.path.dirname(real), os.path.basename(real), text.encode("utf-8"))
-    os.chmod(real, mode)
+    """`text` into `path`, a file of the folder `root` (reverie/project_files.py); Refused if not."""
+    write_text(path, text, root)
 
 
 def _show_diff(path: str, before: str, after: str) -> None:
@@ -150,10 +151,12 @@ def _show_diff(path: str, before: str, after: str) -> None:
     out.print("".join(diff), end="", highlight=False, markup=False)
 
 
-def curate_command(project_value: str | None, dry_run: bool) -> int:
+def curate_command(
+    project_value: str | None, dry_run: bool, review: bool = False, ask: Callable[[str], str] = input
+) -> int:
     """`reverie curate`."""
     from projections.sql import NoSnapshot
-    from reverie.console import err, fail
+    from reverie.console import fail
     from reverie.recalling import place_named
     from reverie.remembering import current_place
 
@@ -162,8 +165,11 @@ def curate_command(project_value: str | None, dry_run: bool) -> int:
         return fail(
             f"--project {project_value}: no such folder; give the project's folder, where CLAUDE.md is"
         )
+    settings = Settings.from_env()
     try:
-        done = curate(Settings.from_env(), project, root, dry_run, show=True)
+        if review and not dry_run:
+            _review(settings, project, ask)
+        done = curate(settings, project, root, dry_run, show=True)
     except NoSnapshot:
         return fail(
             "nothing to curate yet: memory has no snapshot (start the stack with `reverie up --detach`)"
@@ -172,8 +178,17 @@ def curate_command(project_value: str | None, dry_run: bool) -> int:
         return fail(f"{os.path.join(root, 'CLAUDE.md')}: {e}")
     except UnicodeDecodeError as e:
         return fail(f"a file reverie would write is not UTF-8, so it is left alone: {e}")
+    except Refused as e:
+        return fail(f"nothing written: {e}")
     except OSError as e:
         return fail(f"cannot write the memory section: {e}")
+    _said(done, project, dry_run, review)
+    return 0
+
+
+def _said(done: Written, project: str, dry_run: bool, review: bool) -> None:
+    from reverie.console import err
+
     part = done.section
     what = (
         f"{len(part.facts)} facts, {len(part.preferences)} preferences, {len(part.episodes)} episodes "
@@ -181,12 +196,22 @@ def curate_command(project_value: str | None, dry_run: bool) -> int:
     )
     if part.facts_left_out:
         what += f"; {part.facts_left_out} more facts had no room"
+    if part.unwritable:
+        what += f"; {part.unwritable} longer than one line of {LONGEST} characters once written, left out"
     verb = "would change" if dry_run else "wrote"
     for path in done.changed:
         err.print(f"{verb} {path}", highlight=False, markup=False)
     if not done.changed:
         err.print("nothing to change: the memory section is up to date", highlight=False, markup=False)
     err.print(f"memory section of {project}: {what}", highlight=False, markup=False)
+    if part.waiting and not review:
+        err.print(
+            f"{len(part.waiting)} memories wait for your yes before they enter it (what the agent remembered "
+            "on its own, what an import brought, what prompts stated): `reverie curate --review` asks you "
+            "about each, as the dashboard's Learned page does",
+            highlight=False,
+            markup=False,
+        )
     for offer in part.offered:
         err.print(
             f"offered: {offer.statement} (reverie's observation, confidence {offer.confidence:.2f} "
@@ -194,4 +219,51 @@ def curate_command(project_value: str | None, dry_run: bool) -> int:
             highlight=False,
             markup=False,
         )
-    return 0
+
+
+def _review(settings: Settings, project: str, ask: Callable[[str], str]) -> None:
+    """Ask about each memory that waits for the user's yes; record each answer given."""
+    from reverie.console import err
+
+    waiting = section_of(settings, project).waiting
+    if not waiting:
+        err.print("no memory waits for your yes", highlight=False, markup=False)
+        return
+    err.print(
+        f"{len(waiting)} memories wait for your yes before CLAUDE.md's memory section (y: write it there, "
+        "n: never, Enter: not now, q: stop)",
+        highlight=False,
+        markup=False,
+    )
+    last = None
+    for each in waiting:
+        err.print(
+            f"\n{each.part}: {each.text}\n  ({each.came_from}; {each.memory_id})",
+            highlight=False,
+            markup=False,
+        )
+        try:
+            answer = ask("write it into CLAUDE.md? [y/n/Enter/q] ").strip().lower()
+        except EOFError:
+            break
+        if answer.startswith("q"):
+            break
+        if answer[:1] in ("y", "n"):
+            last = _answer(settings, project, each, answer.startswith("y"))
+    if last is not None and not holds_event(settings, last, timeout=15):
+        err.print(
+            "your answers are recorded but not in memory yet (is the stack running?): "
+            "`reverie curate` once it runs writes them",
+            highlight=False,
+            markup=False,
+        )
+
+
+def _answer(settings: Settings, project: str, waiting: Waiting, yes: bool) -> str:
+    """Record the user's yes or no about a waiting memory; the event's id."""
+    from reverie.remembering import record
+    from schemas.kinds import MEMORY_APPROVED, SOURCE_CLI
+    from schemas.observed import MemoryApproved
+
+    said = MemoryApproved(memory_id=waiting.memory_id, approved=yes)
+    return record(settings, SOURCE_CLI, MEMORY_APPROVED, said, project).event_id

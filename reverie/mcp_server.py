@@ -327,10 +327,15 @@ def _curate_tool(settings: Settings, where: Where) -> Callable[..., str]:
             raise ToolError(f"{after} is not in memory yet (is the stack running?): try again in a moment")
         try:
             done = curate(settings, place.project, root, dry_run)
-        except (MemoryBlockError, NoSnapshot, UnicodeDecodeError) as e:
-            raise ToolError(str(e)) from None
+        except (MemoryBlockError, NoSnapshot, UnicodeDecodeError, OSError) as e:
+            raise ToolError(f"nothing written: {e}") from None
         verb = "Would change" if dry_run else "Wrote"
         said = f"{verb} {', '.join(done.changed)}" if done.changed else "Nothing to change: up to date"
+        if waiting := len(done.section.waiting):
+            said += (
+                f". {waiting} memories wait for the user's yes before they enter it (what you remembered on "
+                "your own among them): the user answers with `reverie curate --review` or on the dashboard"
+            )
         return f"{said}.\n\n{render(done.section)}"
 
     return memory_curate

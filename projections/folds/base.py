@@ -91,8 +91,9 @@ CREATE TABLE project_roots (root VARCHAR PRIMARY KEY, project VARCHAR, identifie
 -- is rebuilt (meta 'projects_moved', projections/projector.py); replay knows every
 -- identification before it folds anything.
 CREATE TABLE recorded_projects (recorded VARCHAR PRIMARY KEY, project VARCHAR);
--- what has been folded: every event once, and the segments already read
-CREATE TABLE folded (id VARCHAR PRIMARY KEY);
+-- what has been folded: every event once (its kind, and where it came from: what trusts a memory
+-- reads its causes' here), and the segments already read
+CREATE TABLE folded (id VARCHAR PRIMARY KEY, kind VARCHAR, source VARCHAR);
 CREATE TABLE folded_segments (name VARCHAR PRIMARY KEY);
 CREATE TABLE provenance (        -- which observed events each derived event came from
     event_id VARCHAR, kind VARCHAR, subject VARCHAR, caused_by VARCHAR,

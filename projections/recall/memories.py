@@ -8,7 +8,7 @@ snapshot is published (see projections/sql.py).
 import contextlib
 import threading
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
@@ -309,13 +309,14 @@ _CONTINUITY = {
 _PREFERENCES = 8
 PREFERRED = """
 SELECT statement, round(2 * strength / (1 - least(strength, 0.99)))::INT AS sessions, true AS recurring,
-    crystallized_at AS ts, strength, coalesce(pin.pinned, false) AS pinned
+    crystallized_at AS ts, strength, coalesce(pin.pinned, false) AS pinned, preference_id AS id,
+    pin.source AS pinned_by
 FROM preferences LEFT JOIN preference_pins pin USING (preference_id)
 WHERE (project = $project OR scope = 'global')
     AND NOT EXISTS (SELECT 1 FROM forgotten x WHERE x.memory_id = preference_id
                     AND (scope = 'global' OR x.project = preferences.project))
 UNION ALL
-SELECT f.description, count(DISTINCT p.session_id), false, min(f.valid_at), 0.0, false
+SELECT f.description, count(DISTINCT p.session_id), false, min(f.valid_at), 0.0, false, f.fact_id, NULL
 FROM facts_current f
 JOIN fact_history h USING (fact_id)
 JOIN provenance v ON v.event_id = h.event_id
@@ -328,13 +329,11 @@ ORDER BY pinned DESC, recurring DESC, strength DESC, ts DESC, statement
 """
 
 
-def told_preferences(
-    rows: list[tuple[str, int, bool, datetime | None, float, bool]], limit: int = _PREFERENCES
-) -> list[str]:
+def told_preferences(rows: Sequence[Sequence[Any]], limit: int = _PREFERENCES) -> list[str]:
     """Each preference of `rows` (PREFERRED's) once, with how often it was said, at most `limit`:
     a stated rule a recurring one says already is that one."""
     told: list[tuple[str, frozenset[str]]] = []
-    for statement, sessions, recurring, _, _, pinned in rows:
+    for statement, sessions, recurring, _, _, pinned, *_ in rows:
         words = word_set(statement)
         if any(covered(words, other) >= _SAME_RULE for _, other in told):
             continue

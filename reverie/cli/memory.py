@@ -206,21 +206,32 @@ def add_curate(commands: Commands) -> None:
         "## Preferences (pinned, stated, or recurring in 5+ sessions) and ## Recent Episodes (the last "
         "5 episodes and stashes), at most 150 lines; and the same parts as .claude/memory/facts.md, "
         "preferences.md and episodes.md. Only what recall trusts goes in: current, not forgotten, "
-        "confident, verbatim. Running it again with nothing new changes nothing. Reads the last "
-        "snapshot: the stack need not run.",
+        "confident, verbatim, each one line of plain text (commands, paths and @words in code spans: "
+        "nothing Claude Code would load or hide). CLAUDE.md is loaded as instructions: what you wrote "
+        "(reverie remember, the dashboard, /reverie:remember), what you approved, and facts observed in "
+        "your sessions enter by themselves; the rest (what the agent remembered on its own, imports, "
+        "what prompts stated) waits for your yes: --review. Every file is checked before any is written "
+        "(inside the project, a regular file, writable) and what you write meanwhile is kept. Running it "
+        "again with nothing new changes nothing. Reads the last snapshot: the stack need not run.",
     )
     curate.add_argument(
         "--project",
         help="the project's folder, where its CLAUDE.md is (default: the current folder's project root)",
     )
     curate.add_argument("--dry-run", action="store_true", help="show the changes as diffs; write nothing")
+    curate.add_argument(
+        "--review",
+        action="store_true",
+        help="first ask, one by one, about the memories that wait for your yes (y: write it there, n: never, "
+        "Enter: not now, q: stop; answers are read from stdin), then write",
+    )
     curate.set_defaults(func=_curate)
 
 
 def _curate(args: argparse.Namespace) -> int:
     from reverie import curating
 
-    return curating.curate_command(args.project, args.dry_run)
+    return curating.curate_command(args.project, args.dry_run, args.review)
 
 
 def add_stash(commands: Commands) -> None:

@@ -3,7 +3,8 @@
 KISS, YAGNI, library-first, TDD, SOLID...) and corrections ("no, ...", "I told you", "stop
 ...", "non, ...", "je t'ai dit", "arrête"), in English and French; and how frustrated it sounds.
 
-Only the user's own words count: Claude Code's wrappers, fenced code and inline code are left
+Only the user's own words count: Claude Code's wrappers, fenced, indented and inline code (as CommonMark
+reads them: schemas/text/markdown.py) are left
 out, and a sentence gives at most one signal, the first of `PATTERNS` it matches (corrections,
 then preferences, then principles). Precision over volume: "always" and "never" count where an
 instruction starts ("Always use uv", "so never mock it", "you should never..."), not in a story
@@ -32,6 +33,7 @@ from typing import Literal
 import msgspec
 
 from schemas.text.harness import clean, is_noise
+from schemas.text.markdown import prose
 
 SignalKind = Literal["preference", "principle", "correction"]
 MAX_PER_SESSION = 10
@@ -151,9 +153,6 @@ PATTERNS: list[tuple[SignalKind, str, re.Pattern[str]]] = [
     (kind, name, re.compile(pattern, re.IGNORECASE)) for kind, name, pattern in _TABLE
 ]
 
-_FENCED = re.compile(r"```[\s\S]*?(?:```|$)")
-_INLINE = re.compile(r"`[^`\n]*`")
-_EMPHASIS = re.compile(r"\*\*|__|\*")
 _QUOTES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'"})  # typographic apostrophes
 # a sentence ends at . ! or ? before a space or the end ("fly.io" and "v1.2" do not end one)
 _SENTENCE = re.compile(r"(?:[^.!?\n]|[.!?](?=[^\s.!?]))+[.!?]*")
@@ -202,7 +201,7 @@ def _sentences(prompt: str) -> Iterator[tuple[str, str]]:
     search) and as written (what a signal says); both are the same length."""
     if is_noise(prompt):
         return
-    masked, plain = _masked(_FENCED.sub("\n", clean(prompt)).translate(_QUOTES))
+    masked, plain = prose(clean(prompt).translate(_QUOTES))
     carried = ("", "")
     for found in _SENTENCE.finditer(masked):
         sentence = found.group()
@@ -215,18 +214,6 @@ def _sentences(prompt: str) -> Iterator[tuple[str, str]]:
         elif start < end:
             yield carried[0] + masked[start:end], carried[1] + plain[start:end]
             carried = ("", "")
-
-
-def _masked(text: str) -> tuple[str, str]:
-    """`text` with its inline code masked, and as written; Markdown's emphasis dropped."""
-    masked, plain, last = [], [], 0
-    for code in _INLINE.finditer(text):
-        words = _EMPHASIS.sub("", text[last : code.start()])
-        masked += [words, "_" * len(code.group())]
-        plain += [words, code.group()]
-        last = code.end()
-    words = _EMPHASIS.sub("", text[last:])
-    return "".join([*masked, words]), "".join([*plain, words])
 
 
 _NEUTRAL = re.compile(
@@ -313,7 +300,7 @@ def _tone(prompt: str) -> str:
     in lower case ("add a JSON API") are names, not a raised voice."""
     if is_noise(prompt):
         return ""
-    text = _INLINE.sub(" ", _FENCED.sub(" ", clean(prompt))).translate(_QUOTES)
+    text = prose(clean(prompt)).words.translate(_QUOTES)
     text = _NOT_TONE.sub(" ", text)
     words = _LETTERS.findall(text)
     if 2 * sum(1 for word in words if len(word) > 1 and word.isupper()) < len(words):

@@ -50,6 +50,7 @@ from projections.recall.words import jaccard, word_set
 from schemas import kinds
 from schemas.events import Event
 from schemas.text.harness import clean, harness_kind
+from schemas.text.markdown import prose
 from workers.evidence.failures import Run, output_of, runs, signature
 from workers.evidence.tool_uses import tool_uses
 
@@ -96,7 +97,6 @@ _SUCCESS = re.compile(
     r"|all (?:\d+ )?(?:tests|checks) pass(?:ed|ing)?|tests? pass(?:es|ed|ing)?)\b",
     re.IGNORECASE,
 )
-_CODE = re.compile(r"```[\s\S]*?(?:```|$)|`[^`\n]*`")
 
 
 class Occurrence(msgspec.Struct, frozen=True):
@@ -143,7 +143,7 @@ def _said(event: Event) -> str:
 
 def own_words(text: str) -> str:
     """The user's own words of a prompt, without Claude Code's wrapping and code."""
-    return "" if harness_kind(text) is not None else " ".join(_CODE.sub(" ", clean(text)).split())
+    return "" if harness_kind(text) is not None else " ".join(prose(clean(text)).words.split())
 
 
 def _is_user_turn(event: Event) -> bool:
@@ -297,7 +297,7 @@ def _false_successes(ordered: list[Event], cut: list[Turn], shell: list[Run]) ->
         if event.kind != kinds.ASSISTANT_STOPPED or event.agent != "main":
             continue
         said = payload(event).get("last_assistant_message")
-        if not isinstance(said, str) or not (claim := _SUCCESS.search(_CODE.sub(" ", said))):
+        if not isinstance(said, str) or not (claim := _SUCCESS.search(prose(said).words)):
             continue
         after = at[event.id]
         next_run = next((r for r in shell if at[r.event_id] > after), None)

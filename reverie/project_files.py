@@ -1,0 +1,199 @@
+"""Files reverie writes into the user's project (CLAUDE.md and its memory files, stashes, friction
+reports, exported Markdown): every write stays in the project, is bounded, and loses nothing of
+the user's.
+
+- **Checked before anything is opened** (`target`): where a path leads once every link is
+  followed must be inside the project (CLAUDE.md is often a link to AGENTS.md, which stays a
+  link; a cloned repository's link to ~/.bashrc or /dev/zero is refused); it must be a regular
+  file, or nothing yet (a FIFO, a device or a folder is refused: opening a FIFO would wait
+  forever); a file the user made read-only stays as it is; one over FILE_LIMIT is not read (a
+  memory file is a few KB). A command checks all its targets before it writes the first.
+- **Read bounded**: opened without blocking, checked again to be a regular file, at most
+  FILE_LIMIT bytes read.
+- **Written whole** (`rewrite`): a temp file beside it, fsync, rename, fsync the folder, with
+  the old file's permissions (0644 for a new one). A file the user changes while reverie writes
+  it (an append, an editor's save) is never lost: if it changed between the read and the
+  rename, it is read again and the text made again; if bytes reached the old file while it was
+  being replaced, they are carried into the new one; if the user changed both, the old file's
+  text is kept beside it (`*.reverie-conflict-<time>`, never over an earlier one) and the write
+  is refused.
+"""
+
+import contextlib
+import os
+import stat
+import time
+from collections.abc import Callable, Iterator
+from typing import NamedTuple
+
+from schemas.disk.files import sync_directory
+
+FILE_LIMIT = 1 << 20  # bytes: CLAUDE.md and its kin are a few KB
+NEW_FILE_MODE = 0o644  # CLAUDE.md and .claude/ are the repository's, for git and the team
+_TRIES = 3
+
+
+class Refused(OSError):
+    """A file of the project reverie will not read or write; the message says why."""
+
+
+class Target(NamedTuple):
+    """Where a write to `path` lands: `real`, inside `root`; `mode` its permissions (None: new)."""
+
+    path: str
+    real: str
+    mode: int | None
+
+
+def target(path: str, root: str) -> Target:
+    """`path` checked for reading and writing as the module's docstring says; Refused if not."""
+    real, home = os.path.realpath(path), os.path.realpath(root)
+    if os.path.commonpath([real, home]) != home:
+        raise Refused(f"{path} leads out of {root} (to {real}): left alone")
+    try:
+        found = os.stat(real)
+    except FileNotFoundError:
+        return Target(path, real, None)
+    if not stat.S_ISREG(found.st_mode):
+        raise Refused(f"{path} is not a regular file ({_kind(found.st_mode)}): left alone")
+    if not found.st_mode & stat.S_IWUSR or not os.access(real, os.W_OK):
+        raise Refused(f"{path} is read-only: left as it is (make it writable for reverie to write it)")
+    if found.st_size > FILE_LIMIT:
+        raise Refused(f"{path} is larger than {FILE_LIMIT // 1024} KB: not read, left alone")
+    return Target(path, real, stat.S_IMODE(found.st_mode))
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISDIR, "a folder"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a file"
+
+
+def read_text(found: Target) -> str:
+    """The file's text as stored (its line breaks kept), "" when there is none; Refused if it is
+    no longer a regular file of at most FILE_LIMIT bytes, UnicodeDecodeError if not UTF-8."""
+    with _opened(found) as fd:
+        return "" if fd is None else _read(fd, found.path)
+
+
+@contextlib.contextmanager
+def _opened(found: Target) -> Iterator[int | None]:
+    try:
+        fd = os.open(found.real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        yield None
+        return
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise Refused(f"{found.path} is not a regular file: left alone")
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def _read(fd: int, path: str) -> str:
+    chunks, size = [], 0
+    while chunk := os.pread(fd, FILE_LIMIT + 1 - size, size):
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > FILE_LIMIT:
+            raise Refused(f"{path} is larger than {FILE_LIMIT // 1024} KB: not read, left alone")
+    return b"".join(chunks).decode("utf-8")
+
+
+def _stamp(fd: int) -> tuple[int, int, int, int]:
+    found = os.fstat(fd)
+    return found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns
+
+
+def rewrite(found: Target, make: Callable[[str], str]) -> bool:
+    """Write `make(the file's text)` in its place, whole, unless it is that already; whether it
+    wrote. What the user writes meanwhile is kept (see the module's docstring); Refused when the
+    file kept changing, or changed on both sides of the rename."""
+    with _opened(found) as fd:
+        if fd is None:
+            return _create(found, make(""))
+        seen, text = _stamp(fd), _read(fd, found.path)
+        ours: os.stat_result | None = None  # the file this call put in its place
+        for _ in range(_TRIES):
+            after = make(text)
+            if after == text and ours is None:
+                return False
+            temp = _temp(found, after)
+            if _stamp(fd) != seen or (ours is not None and not _same(os.stat(found.real), ours)):
+                os.unlink(temp)  # changed while it was made
+                if ours is not None:
+                    break
+                seen, text = _stamp(fd), _read(fd, found.path)
+                continue
+            os.replace(temp, found.real)
+            ours = os.stat(found.real)
+            sync_directory(os.path.dirname(found.real))  # a write that was under way lands meanwhile
+            if _stamp(fd) == seen:
+                return True
+            seen, text = _stamp(fd), _read(fd, found.path)  # it reached the old file: carry it over
+        if ours is None:
+            raise Refused(
+                f"{found.path} kept changing while reverie wrote it: left as it is; run the command again"
+            )
+        kept = _keep_aside(found, _read(fd, found.path))
+    raise Refused(
+        f"{found.path} changed while reverie wrote it, on both sides: the text it had is kept in {kept}, "
+        "merge what you added there and run the command again"
+    )
+
+
+def _keep_aside(found: Target, text: str) -> str:
+    """`text` in a new file beside the target, named for when (never one kept before); its path."""
+    temp = _temp(found, text, suffix=".aside")
+    while True:
+        kept = f"{found.path}.reverie-conflict-{time.strftime('%Y%m%d-%H%M%S')}-{time.monotonic_ns()}"
+        try:
+            os.link(temp, kept)
+        except FileExistsError:
+            continue
+        os.unlink(temp)
+        return kept
+
+
+def _same(now: os.stat_result, then: os.stat_result) -> bool:
+    return (now.st_ino, now.st_size, now.st_mtime_ns) == (then.st_ino, then.st_size, then.st_mtime_ns)
+
+
+def _create(found: Target, text: str) -> bool:
+    """A new file with `text`, unless one appeared meanwhile (then it is the user's: Refused)."""
+    temp = _temp(found, text)
+    try:
+        os.link(temp, found.real)  # fails if a file is there: nothing of the user's is replaced
+    except FileExistsError:
+        raise Refused(f"{found.path} appeared while reverie wrote it: run the command again") from None
+    finally:
+        os.unlink(temp)
+    sync_directory(os.path.dirname(found.real))
+    return True
+
+
+def _temp(found: Target, text: str, suffix: str = ".tmp") -> str:
+    """A temp file beside the target holding `text`, on disk, with the target's permissions."""
+    folder = os.path.dirname(found.real)
+    os.makedirs(folder, exist_ok=True)
+    temp = os.path.join(folder, f".{os.path.basename(found.real)}.{os.getpid()}{suffix}")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    try:
+        view = memoryview(text.encode("utf-8"))
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fchmod(fd, NEW_FILE_MODE if found.mode is None else found.mode)
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        os.unlink(temp)
+        raise
+    os.close(fd)
+    return temp
+
+
+def write_text(path: str, text: str, root: str) -> bool:
+    """`text` into `path` (checked against `root` first), whole; whether it changed anything."""
+    return rewrite(target(path, root), lambda _: text)
