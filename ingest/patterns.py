@@ -81,7 +81,9 @@ def store(sources: Iterable[str], path: str | None = None, *, complete: bool = F
     """Compile `sources` into the cache file at `path` (this interpreter's by default), beside
     what it holds; with `complete`, `sources` are every pattern wanted, and the file keeps no
     other. Returns its path, or None if it cannot be written (processes then compile as they
-    need). A source `_sre` cannot be given what `re.compile` makes of it is left out.
+    need). A source `_sre` cannot be given what `re.compile` makes of it is left out. Writers
+    take turns (a lock beside the file): one that read the file before another wrote it would
+    write back what it read, and take the other's patterns out.
 
     Costs `re`'s compile of each source the file lacks; nothing is imported or written when it
     lacks none. A write replaces the file whole, and removes files of interpreters unused for
@@ -90,15 +92,41 @@ def store(sources: Iterable[str], path: str | None = None, *, complete: bool = F
     if path is None:
         return None
     wanted = dict.fromkeys(sources)
-    held = _read(path)  # as it is now: what other processes stored meanwhile stays
-    kept = {s: e for s, e in held.items() if (s in wanted or not complete) and _loaded(s, e) is not None}
-    new = {s: e for s in wanted if s not in kept and (e := _verified(s)) is not None}
-    if not new and kept == held and os.path.exists(path):
-        return path
-    if not _write(path, {**kept, **new}):
-        return None
+    with _locked(path):  # two writers at once: the second starts from what the first wrote
+        held = _read(path)  # as it is now: what other processes stored meanwhile stays
+        kept = {s: e for s, e in held.items() if (s in wanted or not complete) and _loaded(s, e) is not None}
+        new = {s: e for s in wanted if s not in kept and (e := _verified(s)) is not None}
+        if not new and kept == held and os.path.exists(path):
+            return path
+        if not _write(path, {**kept, **new}):
+            return None
     _prune(path)
     return path
+
+
+class _locked:
+    """An exclusive lock on the cache file's folder while a writer reads, merges and writes it
+    (none when it cannot be had: a read-only home). A plain class: contextlib costs a hook its
+    import. `fcntl` is imported only here, by the rare process that stores."""
+
+    def __init__(self, path: str) -> None:
+        self.path = os.path.join(os.path.dirname(path), ".lock")
+        self.fd = -1
+
+    def __enter__(self) -> None:
+        import fcntl
+
+        try:
+            os.makedirs(os.path.dirname(self.path), exist_ok=True)
+            self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+        except OSError:
+            self.__exit__()
+
+    def __exit__(self, *_: object) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)  # the lock goes with it
+            self.fd = -1
 
 
 def remove_old_caches() -> None:

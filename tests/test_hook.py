@@ -165,7 +165,7 @@ def test_parse_names_the_problem() -> None:
         raise AssertionError("NaN is not a payload")
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     st.one_of(
         st.binary(max_size=2000),
@@ -354,7 +354,10 @@ def test_the_installed_hook_imports_no_re_for_a_usual_payload(home: str, hook_na
     from ingest.envelope import compile_patterns
     from reverie.installing.entries import launcher_command
 
-    compile_patterns()  # as `reverie install` does: a fresh machine's first hook would compile them
+    cache = os.path.join(home, "cache")  # this test's own: no other process stores into it meanwhile
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setenv("XDG_CACHE_HOME", cache)
+        compile_patterns()  # as `reverie install` does: a fresh machine's first hook would compile them
     payload = {
         "session_id": "s1", "hook_event_name": hook_name, "source": "startup", "tool_name": "Bash",
         "prompt": "why does the upload fail with ERR_QUOTA_4711 since the deploy? " * 30,
@@ -362,7 +365,7 @@ def test_the_installed_hook_imports_no_re_for_a_usual_payload(home: str, hook_na
     }  # fmt: skip
     python, *flags, launcher, _, _, _ = shlex.split(launcher_command(hook_name))  # ... EVENT || true
     told = "import atexit, sys; atexit.register(lambda: print('re' in sys.modules, file=sys.stderr))"
-    env = {"PATH": os.environ["PATH"], **offline_env(home)}
+    env = {"PATH": os.environ["PATH"], "XDG_CACHE_HOME": cache, **offline_env(home)}
     result = subprocess.run(
         [python, *flags, "-c", f"{told}; sys.argv = [{launcher!r}, {hook_name!r}]; "
          f"exec(open({launcher!r}).read(), {{'__name__': '__main__', '__file__': {launcher!r}}})"],

@@ -22,6 +22,7 @@ from ingest.spool import spooled
 from ingest.truncate import pattern_sources as cutting_sources
 from schemas.events import decode_event
 from schemas.settings import Settings
+from tests.support.processes import wait_for
 from tests.support.pythons import lowest_supported, supported_pythons
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -181,7 +182,8 @@ def test_a_store_removes_files_unused_for_a_month_beside_it(tmp_path: pathlib.Pa
     os.utime(old, (month_ago, month_ago))
     os.utime(other, (month_ago, month_ago))
     assert patterns.store(SOURCES[:1], str(path)) == str(path)
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([path.name, recent.name, other.name])
+    kept = sorted([path.name, recent.name, other.name, ".lock"])  # writers take turns by its lock
+    assert sorted(p.name for p in tmp_path.iterdir()) == kept
 
 
 def test_the_cache_is_in_the_users_cache_folder_named_for_the_full_version() -> None:
@@ -238,3 +240,27 @@ def test_the_hook_redacts_a_payload_full_of_secrets_without_importing_re(
     for secret in (TOKEN, "hunter22", "s3cr3tvalue", "pw-123"):
         assert secret not in recorded
     assert recorded.count("[REDACTED:") == 4
+
+
+def waits_for_a_lock(pid: int) -> bool:
+    """Whether process `pid` is blocked waiting for a file lock (/proc/locks marks waiters "->")."""
+    with open("/proc/locks") as locks:
+        return any("->" in line and f" {pid} " in line for line in locks)
+
+
+def test_writers_take_turns_so_none_takes_out_what_another_stored(tmp_path: pathlib.Path) -> None:
+    """A writer that read the file before another wrote it would write back what it read: the
+    lock makes the second start from what the first wrote."""
+    path = str(tmp_path / "cpython-311-30b07f0-00000000.sre20220615.marshal")
+    import fcntl
+
+    lock = os.open(str(tmp_path / ".lock"), os.O_RDWR | os.O_CREAT)
+    fcntl.flock(lock, fcntl.LOCK_EX)  # the first writer is under way
+    second = subprocess.Popen(
+        [sys.executable, "-c", f"from ingest import patterns; patterns.store({SOURCES[1:2]!r}, {path!r})"]
+    )
+    wait_for(lambda: waits_for_a_lock(second.pid), timeout=60, what="the second writer to wait its turn")
+    assert patterns._write(path, {SOURCES[0]: patterns._verified(SOURCES[0]) or b""})
+    os.close(lock)  # the first is done: the second reads what it wrote
+    assert second.wait(60) == 0
+    assert set(patterns._read(path)) == set(SOURCES[:2])
