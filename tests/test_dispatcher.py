@@ -7,16 +7,19 @@ from collections.abc import Callable
 
 import fakeredis
 import pytest
+import redis
 
 from ingest import emit
 from ingest.emit import append
 from ingest.spool import NotOnDisk, spool_event, spooled
 from projections.event_log import EventLog
+from schemas.events import decode_event
 from schemas.kinds import SCHEMA_VERSION
 from schemas.settings import GROUP, STREAM, Settings
 from tests.support.events import event
 from workers import dispatcher as dispatching
 from workers.dispatcher import Dispatcher
+from workers.thinking import runner
 
 Command = tuple[bytes | str, ...]
 
@@ -279,3 +282,55 @@ def test_a_batch_gathers_what_follows_its_first_event_unless_it_is_full(
     dispatcher.batch_size = 2
     append(client, [event("a")[1], event("b")[1]])
     assert len(dispatcher.gather(Meanwhile())) == 2 and len(waited) == 2
+
+
+def queued_jobs(client: fakeredis.FakeRedis) -> int:
+    return len(client.lrange("rq:queue:reverie", 0, -1))
+
+
+def refusing_jobs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Have the server refuse to queue jobs, as one whose disk is full refuses writes."""
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise redis.ResponseError("MISCONF Errors writing to the AOF file: No space left on device")
+
+    monkeypatch.setattr(runner, "dispatch", refuse)
+
+
+def test_a_batch_whose_jobs_the_server_refuses_stays_owed_and_pending_until_they_are_queued(
+    dispatcher: Dispatcher, client: fakeredis.FakeRedis, settings: Settings
+) -> None:
+    ids, datas = zip(*[event(f"owed{i}") for i in range(3)], strict=True)
+    append(client, datas)
+    with pytest.MonkeyPatch.context() as patched:
+        refusing_jobs(patched)
+        with pytest.raises(redis.ResponseError, match="MISCONF"):
+            dispatcher.archive(dispatcher.read(">"))
+    assert sorted(archived_ids(settings)) == sorted(ids)  # in the log
+    assert queued_jobs(client) == 0 and client.xpending(STREAM, GROUP)["pending"] == 3
+    assert len(os.listdir(dispatcher.owed_dir)) == 1  # and owed, on disk
+    dispatcher.upkeep()  # the server takes writes again: the next round queues what is owed
+    assert queued_jobs(client) == 1 and client.xpending(STREAM, GROUP)["pending"] == 0
+    assert os.listdir(dispatcher.owed_dir) == [] and dispatcher.owed == {}
+    assert sorted(archived_ids(settings)) == sorted(ids)  # once
+
+
+def test_a_dispatcher_killed_while_jobs_are_owed_queues_them_when_it_starts_again(
+    client: fakeredis.FakeRedis, settings: Settings
+) -> None:
+    first = Dispatcher(settings, client, consumer="first", block_ms=10)
+    first.start()
+    append(client, [event("a")[1]])
+    first.archive(first.read(">"))  # an older batch, queued
+    append(client, [event("b")[1]])
+    with pytest.MonkeyPatch.context() as patched:
+        refusing_jobs(patched)
+        with pytest.raises(redis.ResponseError):
+            first.archive(first.read(">"))
+    first.close()  # killed: its memory gone, its record on disk
+    client.delete("rq:queue:reverie")
+    EventLog(settings.event_log_dir).append([decode_event(event("newest")[1])])  # then a crash
+    second = Dispatcher(settings, client, consumer="second", block_ms=10)
+    second.start()
+    assert queued_jobs(client) == 2  # the owed batch, and the newest segment's
+    assert os.listdir(second.owed_dir) == []

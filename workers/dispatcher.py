@@ -2,12 +2,21 @@
 
 Each round it drains the spool into the stream, reads a batch through the consumer group (what
 comes, and what follows it within GATHER_S), validates every event (what does not validate
-becomes a dead letter), appends the new ones to the log as one segment, and only then
-acknowledges and deletes the entries and enqueues the thinking workers' jobs for the batch
-(workers/thinking/runner.py). Killed at any instant, it starts again from the entries still
-pending: those already in the log are recognised by event id and only acknowledged.
+becomes a dead letter), appends the new ones to the log as one segment, queues the thinking
+workers' jobs for the batch (workers/thinking/runner.py), and only then acknowledges and
+deletes the entries. Killed at any instant, it starts again from the entries still pending:
+those already in the log are recognised by event id and only acknowledged.
+
+A batch's jobs are owed from the moment its segment is written until they are queued: a server
+refusing writes (its disk full: MISCONF) must not lose them. The batch is kept in memory and, on
+disk, as a small record beside the log (`events/dispatching/`, written after the segment, removed
+once the jobs are queued); every round and every upkeep queues what is owed first, and a
+dispatcher starting (after a crash, a kill, a full disk) queues every batch a record names, and
+the newest segment's (a crash may have come between its write and its record). A job queued twice
+derives the same events, kept once.
 """
 
+import contextlib
 import os
 import socket
 import threading
@@ -24,6 +33,7 @@ from ingest.dead_letters import write_dead_letter
 from ingest.emit import pipelined
 from ingest.spool import NotOnDisk, append_durably, drain
 from projections.event_log import EventLog
+from schemas.disk.files import write_durably
 from schemas.events import Event, InvalidEvent, decode_event
 from schemas.ids import derived_event_id
 from schemas.settings import GROUP, QUEUE, STREAM, Settings
@@ -35,6 +45,8 @@ log = structlog.get_logger("reverie.dispatcher")
 
 Entry = tuple[bytes, dict[bytes, bytes] | None]
 HEARTBEAT_PREFIX = "reverie:dispatcher:"
+OWED_DIR = "dispatching"  # in the event log's folder: the batches whose jobs are not queued yet
+Batch = list[tuple[str, str, str | None]]  # each event's id, kind and session
 _MIN_PAUSE_S, _MAX_PAUSE_S = 0.5, 5.0  # between tries while Redis or the disk is away
 # How long a batch that is not full waits for what follows its first event. A prompt's event and
 # the recall it sets off (the recall service's memory.retrieved, some 40 ms later) go in one
@@ -74,6 +86,8 @@ class Dispatcher:
         self.queue = Queue(QUEUE, connection=client)
         self.archived: set[str] = set()
         self.archived_count = 0
+        self.owed: dict[str, Batch] = {}  # by segment: batches archived whose jobs are not queued
+        self.owed_dir = os.path.join(settings.event_log_dir, OWED_DIR)
         self._lock: TextIO | None = None
 
     def start(self) -> None:
@@ -83,7 +97,8 @@ class Dispatcher:
         if removed := self.event_log.recover():
             log.warning("segment.interrupted_write_removed", count=removed)
         self.archived = self.event_log.archived_ids()
-        self._dispatch_newest()
+        self._owe_what_was_left()
+        self.dispatch_owed()
         log.info("dispatcher.started", consumer=self.consumer, archived=len(self.archived))
 
     def run(self, stop: threading.Event) -> None:
@@ -127,6 +142,7 @@ class Dispatcher:
     def upkeep(self) -> None:
         """Every few seconds: finish what was left pending, merge small segments, say we live."""
         ensure_group(self.redis)  # a server that lost its data comes back without the group
+        self.dispatch_owed()
         self.recover_pending()
         self.claim_stale()
         if merged := self.event_log.compact():
@@ -194,7 +210,9 @@ class Dispatcher:
             return None
 
     def archive(self, entries: list[Entry]) -> int:
-        """Append the new events among `entries` to the log, then acknowledge them all."""
+        """Append the new events among `entries` to the log, queue their jobs (and any owed
+        before), then acknowledge them all. If the jobs cannot be queued, the batch stays owed
+        and the entries pending (raised): a later round queues them."""
         if not entries:
             return 0
         fresh: dict[str, Event] = {}
@@ -206,7 +224,8 @@ class Dispatcher:
             path = self.event_log.append(list(fresh.values()))
             self.archived.update(fresh)
             self.archived_count += len(fresh)
-            self._dispatch(path, [(e.id, e.kind, e.session_id) for e in fresh.values()])
+            self._owe(path, [(e.id, e.kind, e.session_id) for e in fresh.values()])
+        self.dispatch_owed()
         ids = [entry_id for entry_id, _ in entries]
         pipe = self.redis.pipeline(transaction=False)
         pipe.xack(STREAM, GROUP, *ids)
@@ -222,16 +241,47 @@ class Dispatcher:
         beat = Heartbeat(self.consumer, os.getpid(), socket.gethostname(), self.archived_count, time.time())
         self.redis.set(HEARTBEAT_PREFIX + self.consumer, msgspec.json.encode(beat), ex=15)
 
-    def _dispatch_newest(self) -> None:
-        """Dispatch the newest segment again: a crash may have come between its write and its jobs
-        (a follower emits the same events twice, kept once)."""
-        segments = self.event_log.segments()
-        columns = ["id", "kind", "session_id"]  # not the payloads: the jobs read those
-        if segments and (newest := self.event_log.read(segments[-1], columns)) is not None:
-            self._dispatch(
-                segments[-1], list(zip(*(newest.column(c).to_pylist() for c in columns), strict=True))
-            )
+    def _owe(self, segment: str, batch: Batch) -> None:
+        """Keep `segment`'s batch owed until its jobs are queued: in memory, and on disk unless the
+        disk is full (then a crash before they are queued leaves it to the newest segment's
+        dispatch at the next start, and to the jobs' own catch-up)."""
+        self.owed[segment] = batch
+        record = msgspec.json.encode({"segment": segment, "batch": batch})
+        try:
+            write_durably(self.owed_dir, os.path.basename(segment) + ".json", record)
+        except OSError as e:
+            log.warning("batch.owed_in_memory_only", segment=os.path.basename(segment), error=str(e))
 
-    def _dispatch(self, segment: str, events: list[tuple[str, str, str | None]]) -> None:
-        """Hand the thinking workers what `segment` holds (each event's id, kind and session)."""
-        runner.dispatch(self.queue, segment, events)
+    def dispatch_owed(self) -> None:
+        """Queue the jobs of every batch owed, oldest first; Redis errors are raised (what is not
+        queued stays owed)."""
+        for segment in sorted(self.owed):
+            runner.dispatch(self.queue, segment, self.owed[segment])
+            del self.owed[segment]
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(os.path.join(self.owed_dir, os.path.basename(segment) + ".json"))
+
+    def _owe_what_was_left(self) -> None:
+        """What a dispatcher before this one archived and did not queue: the batches its records
+        name, and the newest segment's (a crash may have come between its write and its record)."""
+        for name in sorted(os.listdir(self.owed_dir)) if os.path.isdir(self.owed_dir) else []:
+            try:
+                with open(os.path.join(self.owed_dir, name), "rb") as f:
+                    said = msgspec.json.decode(f.read(), type=_Owed)
+            except (OSError, msgspec.DecodeError) as e:
+                log.warning("batch.owed_record_unreadable", record=name, error=str(e))
+                continue
+            self.owed[said.segment] = said.batch
+        segments = self.event_log.segments()
+        if not segments or segments[-1] in self.owed:
+            return
+        columns = ["id", "kind", "session_id"]  # not the payloads: the jobs read those
+        if (newest := self.event_log.read(segments[-1], columns)) is not None:
+            self.owed[segments[-1]] = list(zip(*(newest.column(c).to_pylist() for c in columns), strict=True))
+
+
+class _Owed(msgspec.Struct, frozen=True):
+    """A batch's record in OWED_DIR."""
+
+    segment: str
+    batch: Batch
