@@ -23,7 +23,7 @@ import msgspec
 
 from ingest.claude_md import MemoryBlockError, splice
 from projections.curation import OFFERED, Section, Waiting, files, render, section
-from reverie.project_files import Refused, Target, read_text, rewrite, target, write_text
+from reverie.project_files import Refused, read_text, replacing, rewrite, target, write_all
 from schemas.settings import Settings
 from schemas.text.markdown import LONGEST
 
@@ -63,7 +63,7 @@ def curate(settings: Settings, project: str, root: str, dry_run: bool, show: boo
         os.path.join(root, "CLAUDE.md"): lambda text: splice(text, block)
     }
     for name, text in files(part).items():
-        makers[os.path.join(root, MEMORY_DIR, name)] = _whole(text)
+        makers[os.path.join(root, MEMORY_DIR, name)] = replacing(text)
     targets = {path: target(path, root) for path in makers}
     before = {path: read_text(found) for path, found in targets.items()}
     wanted = {path: makers[path](text) for path, text in before.items()}
@@ -78,11 +78,6 @@ def curate(settings: Settings, project: str, root: str, dry_run: bool, show: boo
     return Written(part, len(block.splitlines()), changed, unchanged)
 
 
-def _whole(text: str) -> Callable[[str], str]:
-    """What makes a file `text`, whatever it held."""
-    return lambda _: text
-
-
 def export_markdown(settings: Settings, project: str, directory: str) -> list[str]:
     """`project`'s memory section as seed 004's three files in `directory`; the paths written.
     NoSnapshot before the projector's first snapshot; Refused for a file that is no regular file
@@ -90,9 +85,7 @@ def export_markdown(settings: Settings, project: str, directory: str) -> list[st
     texts = {
         os.path.join(directory, name): text for name, text in files(section_of(settings, project)).items()
     }
-    targets: dict[str, Target] = {path: target(path, directory) for path in texts}
-    for path, text in texts.items():
-        rewrite(targets[path], _whole(text))
+    write_all(texts, directory)
     return list(texts)
 
 
@@ -135,11 +128,6 @@ def holds_event(settings: Settings, event_id: str, timeout: float) -> bool:
         if found or time.monotonic() >= deadline:
             return found is not None
         time.sleep(0.2)
-
-
-def write_in_project(path: str, text: str, root: str) -> None:
-    """`text` into `path`, a file of the folder `root` (reverie/project_files.py); Refused if not."""
-    write_text(path, text, root)
 
 
 def _show_diff(path: str, before: str, after: str) -> None:
@@ -249,7 +237,7 @@ def _review(settings: Settings, project: str, ask: Callable[[str], str]) -> None
         if answer.startswith("q"):
             break
         if answer[:1] in ("y", "n"):
-            last = _answer(settings, project, each, answer.startswith("y"))
+            last = _answer(settings, each, answer.startswith("y"))
     if last is not None and not holds_event(settings, last, timeout=15):
         err.print(
             "your answers are recorded but not in memory yet (is the stack running?): "
@@ -259,11 +247,9 @@ def _review(settings: Settings, project: str, ask: Callable[[str], str]) -> None
         )
 
 
-def _answer(settings: Settings, project: str, waiting: Waiting, yes: bool) -> str:
+def _answer(settings: Settings, waiting: Waiting, yes: bool) -> str:
     """Record the user's yes or no about a waiting memory; the event's id."""
-    from reverie.remembering import record
-    from schemas.kinds import MEMORY_APPROVED, SOURCE_CLI
-    from schemas.observed import MemoryApproved
+    from reverie.remembering import approve
+    from schemas.kinds import SOURCE_CLI
 
-    said = MemoryApproved(memory_id=waiting.memory_id, approved=yes)
-    return record(settings, SOURCE_CLI, MEMORY_APPROVED, said, project).event_id
+    return approve(settings, waiting.memory_id, yes, source=SOURCE_CLI).event_id

@@ -26,7 +26,7 @@ from ingest.project import identify, project_key
 from ingest.redact import redact
 from ingest.transcripts import ImportedEvent, Places, find_transcripts, read_transcript
 from reverie.console import fail, out, print_rows, progress_bar
-from reverie.curating import write_in_project
+from reverie.project_files import write_all
 from schemas import kinds
 from schemas.events import Event
 from schemas.settings import Settings
@@ -130,9 +130,11 @@ def run(path: str | None, project_folder: str | None, out_dir: str | None, recor
     now = datetime.now(UTC)
     frictions = {sid: signals.analyze(s.events, now) for sid, s in sorted(sessions.items())}
     behaviours = lessons.behaviours(s.events for s in sessions.values())
-    written = write(
-        out_dir or os.path.join(root, ".claude", "friction"), sessions, frictions, behaviours, now
-    )
+    try:
+        reports = out_dir or os.path.join(root, ".claude", "friction")
+        written = write(reports, sessions, frictions, behaviours, now, within=out_dir or root)
+    except OSError as e:
+        return fail(f"nothing written: {e}")
     recorded = _record(settings, sessions, behaviours) if record and behaviours else ""
     _show(frictions, behaviours, written, len(files), bad, recorded)
     return 0
@@ -144,8 +146,11 @@ def write(
     frictions: dict[str, signals.Friction],
     behaviours: list[Behaviour],
     now: datetime,
+    within: str | None = None,
 ) -> str:
-    """The five files, in `folder` (made if missing); the folder."""
+    """The five files, in `folder` (made if missing), each checked to land inside `within` (the
+    project; `folder` itself by default) before the first is written (Refused if one does not:
+    a `.claude/friction` that links elsewhere); the folder."""
     reports = [report.report(f, sessions[sid].source) for sid, f in frictions.items()]
     raw = [line for f in frictions.values() for line in report.raw(f)]
     candidates = [a for sid, f in frictions.items() for a in lessons.antigens(f, sessions[sid].events)]
@@ -164,8 +169,7 @@ def write(
         "antigen_candidates.json": msgspec.json.format(msgspec.json.encode(antigens)),
         "antigen_review.md": report.review(antigens).encode(),
     }
-    for name, data in files.items():
-        write_in_project(os.path.join(folder, name), data.decode(), folder)
+    write_all({os.path.join(folder, name): data.decode() for name, data in files.items()}, within or folder)
     return folder
 
 

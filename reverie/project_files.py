@@ -194,6 +194,13 @@ def _temp(found: Target, text: str, suffix: str = ".tmp") -> str:
     return temp
 
 
-def write_text(path: str, text: str, root: str) -> bool:
-    """`text` into `path` (checked against `root` first), whole; whether it changed anything."""
-    return rewrite(target(path, root), lambda _: text)
+def replacing(text: str) -> Callable[[str], str]:
+    """What makes a file `text`, whatever it held (for `rewrite`)."""
+    return lambda _: text
+
+
+def write_all(texts: dict[str, str], root: str) -> list[str]:
+    """Each text into its path, every path checked against `root` before the first is written
+    (Refused, and nothing written, if one may not be); the paths changed."""
+    targets = {path: target(path, root) for path in texts}
+    return [path for path, text in texts.items() if rewrite(targets[path], replacing(text))]

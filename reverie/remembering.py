@@ -21,6 +21,7 @@ from schemas.categories import Outcome, RememberedCategory, detect_category
 from schemas.memory import corrected_fact_id
 from schemas.observed import (
     FactCorrected,
+    MemoryApproved,
     MemoryForgotten,
     MemoryRemembered,
     ObservationPromoted,
@@ -135,6 +136,23 @@ def promote(settings: Settings, observation_id: str, promoted: bool, *, source: 
         raise ValueError(f"no observation has the id {observation_id!r}")
     payload = ObservationPromoted(observation_id=observation_id.strip(), promoted=promoted)
     return record(settings, source, kinds.OBSERVATION_PROMOTED, payload, found["project"] or "")
+
+
+def approve(settings: Settings, memory_id: str, approved: bool, *, source: str) -> Recorded:
+    """Record the user's yes (or no) to a memory entering CLAUDE.md's memory section: one that
+    waits for it (projections/curation.py). ValueError if no memory has that id."""
+    found = _row(
+        settings,
+        "SELECT origin AS project FROM memory_texts WHERE memory_id = $id "
+        "UNION ALL SELECT project FROM stashes WHERE event_id = $id",
+        memory_id,
+    )
+    if found is None:
+        raise ValueError(
+            f"no memory has the id {memory_id!r}: `reverie curate --review` lists those that wait"
+        )
+    payload = MemoryApproved(memory_id=memory_id.strip(), approved=approved)
+    return record(settings, source, kinds.MEMORY_APPROVED, payload, found["project"] or "")
 
 
 def record(

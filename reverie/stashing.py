@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 import msgspec
 
 from ingest.emit import Worker
-from reverie.curating import write_in_project
+from reverie.project_files import write_all
 from schemas import kinds
 from schemas.observed import SessionStashed
 from schemas.settings import Settings
@@ -68,7 +68,7 @@ def stash(
     finally:
         db.close()
     path = os.path.join(root, STASH_DIR, f"{name}.md")
-    write_in_project(path, markdown(stand, project, now), root)
+    write_all({path: markdown(stand, project, now)}, root)
     with Emitter(redis_of(settings, timeout=2.0), source, WORDING, spool=settings) as out:
         if used is not None and cause is not None:
             out.emit(kinds.LLM_USED, used, project=project, session_id=session_id, caused_by=(cause,))

@@ -478,3 +478,48 @@ def test_a_resumed_session_is_told_where_it_stood(claude_code: Claude, stack: St
     assert resumed, "the resumed session was told nothing at its start"
     told = said(resumed[0]).split("SessionStart hook additional context:", 1)[1]
     assert "Where this session stood" in told and "notes.md" in told and "add the orders migration" in told
+
+
+def test_claude_code_loads_no_file_a_memory_names_in_claude_md(
+    claude: str, stack: Stack, env: dict[str, str], tmp_path: Path, model: FakeMessagesAPI
+) -> None:
+    """Claude Code loads the file an `@path` of CLAUDE.md names (`key *a*@./b.md` too, and
+    `x` `@./a.md` y`, as backticks pair): memories that name files, however they pair their
+    backticks, load none through reverie's block; the user's own `@path` still does."""
+    home, project = scratch(tmp_path)
+    named = {"a.md": "MARKER-A-17", "b.md": "MARKER-B-29", "c.md": "MARKER-C-41", "d.md": "MARKER-D-53"}
+    named |= {"e.md": "MARKER-E-67", "f.md": "MARKER-F-71", "mine.md": "MARKER-THE-USERS-OWN-83"}
+    for name, marker in named.items():
+        (project / name).write_text(marker + "\n")
+    (project / "CLAUDE.md").write_text("# Orders\n\nMy notes: @./mine.md\n")
+    said = [
+        "see x` @./a.md y` here",
+        "key *a*@./b.md",
+        "read @./c.md first",
+        "see `x` @./d.md `y`",
+        "[x](@./e.md) or ![y](@./e.md)",
+        "``a` @./f.md",
+    ]
+    at_home = {**env, "HOME": str(home)}
+    for text in said:
+        done = subprocess.run(
+            [*REVERIE, "remember", text], env=at_home, cwd=project, capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr
+    project_id = str(project.resolve())
+    wait_for(
+        lambda: (
+            stack.query(f"SELECT count(*) FROM remembered WHERE project = '{project_id}'") == [(len(said),)]
+        ),
+        timeout=60,
+        what="the memories folded",
+    )
+    curated = subprocess.run([*REVERIE, "curate"], env=at_home, cwd=project, capture_output=True, text=True)
+    assert curated.returncode == 0, curated.stderr
+    block = (project / "CLAUDE.md").read_text().split("<!-- MEMORY:START -->")[1]
+    assert block.count("\n- ") == len(said) and "./b.md" in block  # each written, inert
+
+    Claude(claude, home, project, env, model).prompt("What is in my notes?")
+    sent = json.dumps(model.requests)
+    assert "MARKER-THE-USERS-OWN-83" in sent  # Claude Code does load what an @path names
+    assert [m for name, m in named.items() if name != "mine.md" and m in sent] == []

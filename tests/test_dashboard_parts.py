@@ -410,3 +410,46 @@ def test_pages_write_bidirectional_controls_out_and_send_ids_back_as_they_are(
     assert opened.status == 200 and "odd[U+2067]id" in "".join(Parsed(opened.body).text)
     prompts = "".join(Parsed(ask(app, f"/prompts?{scoped}", headers=COOKIE).body).text)
     assert "deploy " + "".join(f"[U+{ord(c):04X}]" for c in BIDI_CONTROLS) + " now" in prompts
+
+
+def test_what_waits_for_the_users_yes_is_listed_and_a_yes_is_an_event_that_lets_it_in(
+    app: Any, settings: Settings, folding: Folding
+) -> None:
+    at = datetime(2026, 11, 1, tzinfo=UTC)
+    recurring = PreferenceCrystallized(preference_id="p2", statement=RULE, strength=5 / 7, evidence=9)
+    folding.fold(
+        [
+            make_event(
+                kinds.PREFERENCE_CRYSTALLIZED, recurring, id=f"01M9{2:022d}", ts=at, recorded_at=at,
+                project="/app", source="worker", caused_by=("01CAUSE",),
+            )
+        ]
+    )  # fmt: skip
+    learned = ask(app, "/learned?project=%2Fapp", headers=COOKIE).body.decode()
+    waiting = learned.split('id="waiting"')[1].split("</table>")[0]
+    assert RULE in waiting and "stated or recurring in prompts" in waiting
+    answer = ask(
+        app,
+        f"/memories/approve?{urlencode({'project': '/app', 'back': '/learned?project=/app'})}",
+        method="POST",
+        headers={**COOKIE, "content-type": "application/x-www-form-urlencoded"},
+        body=b"memory_id=p2&approved=yes",
+    )
+    assert answer.status == 303
+    assert "approved for CLAUDE.md" in dict(parse_qsl(answer.headers["location"].partition("?")[2]))["said"]
+    [spooled_at] = spooled(settings.spool_dir, 0)
+    event = decode_event(Path(spooled_at).read_bytes())
+    assert (event.kind, event.source, msgspec.json.decode(event.payload)) == (
+        kinds.MEMORY_APPROVED, "dashboard", {"memory_id": "p2", "approved": True},
+    )  # fmt: skip
+    folding.fold([event])
+    learned = ask(app, "/learned?project=%2Fapp", headers=COOKIE).body.decode()
+    assert "none waits" in learned.split('id="waiting"')[1].split("</table>")[0]
+    refused = ask(
+        app,
+        f"/memories/approve?{urlencode({'project': '/app', 'back': '/learned?project=/app'})}",
+        method="POST",
+        headers={**COOKIE, "content-type": "application/x-www-form-urlencoded"},
+        body=b"memory_id=no-such&approved=yes",
+    )
+    assert "no memory has the id" in dict(parse_qsl(refused.headers["location"].partition("?")[2]))["error"]

@@ -354,3 +354,22 @@ def test_the_command_writes_five_files_without_a_stack(tmp_path: Any) -> None:
     antigens = msgspec.json.decode((out / "antigen_candidates.json").read_bytes(), type=report.Antigens)
     assert antigens.bad_sessions == 2 and antigens.candidates
     assert (out / "antigen_review.md").read_text().startswith("# Friction antigen candidates")
+
+
+@pytest.mark.slow
+def test_the_reports_never_go_through_a_link_out_of_the_project(tmp_path: Any) -> None:
+    project, elsewhere = tmp_path / "app", tmp_path / "elsewhere"
+    (project / ".claude").mkdir(parents=True)
+    elsewhere.mkdir()
+    (project / ".claude" / "friction").symlink_to(elsewhere)  # a cloned repository's link
+    env = {**os.environ, "REVERIE_HOME": str(tmp_path / "home"), "COLUMNS": "200"}
+    reverie = os.path.join(os.path.dirname(sys.executable), "reverie")
+    done = subprocess.run(
+        [reverie, "friction", TRANSCRIPTS, "--project", str(project)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1 and "leads out of" in done.stderr and "Traceback" not in done.stderr
+    assert list(elsewhere.iterdir()) == []

@@ -3,6 +3,8 @@ takes them, and memory written as inert text: whatever a memory says, the line r
 plain text and code spans, with its words in their order, and nothing outside code that Claude
 Code or a model would take for a heading, HTML, a comment, a link, an image or an `@` import."""
 
+import re
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -41,6 +43,8 @@ def read_back(line: str) -> str:
         ("make sure the tests pass before merging", "make sure the tests pass before merging"),
         ("the \u202eevil\u202c name", "the evil name"),
         ("run `npm test` first", "run `npm test` first"),
+        ("see x` @./a.md y` here", "see x `@./a.md y` here"),  # Claude Code reads a list item's code
+        ("npm i -D @types/node", "`npm i -D` `@types/node`"),
     ],
 )
 def test_a_memory_is_written_as_inert_text_its_commands_in_code_spans(said: str, shown: str) -> None:
@@ -61,11 +65,13 @@ def test_a_memory_is_written_as_inert_text_its_commands_in_code_spans(said: str,
         "[@/etc/passwd](@/etc/passwd)",
     ],
 )
-def test_no_at_word_is_left_outside_a_code_span_as_commonmark_reads_it(tricky: str) -> None:
+def test_no_at_word_is_left_where_claude_code_would_load_it(tricky: str) -> None:
     line = inert(tricky)
     assert line is not None and is_inert(line)
     [inline] = [t for t in _READER.parse(f"- {line}\n") if t.type == "inline"]
     assert all("@" not in c.content for c in inline.children or [] if c.type == "text")
+    # Claude Code 2.1.328 reads a list item's raw text, code spans included, for `(^|\s)@path`
+    assert not re.search(r"(?:^|\s)@", f"- {line}")
 
 
 @pytest.mark.parametrize(

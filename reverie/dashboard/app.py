@@ -42,7 +42,7 @@ PAGES = (
 )
 
 Handler = Callable[[Request], Awaitable[Response]]
-# records the user's yes or no about an id (reverie/remembering.py: pin, promote)
+# records the user's yes or no about an id (reverie/remembering.py: pin, promote, approve)
 Chooser = Callable[..., remembering.Recorded]
 
 _PREVIEW_WAIT_S = 10.0  # for the recall service's answer to the playground
@@ -303,6 +303,17 @@ def build(settings: Settings) -> Starlette:
             Route(
                 "/preferences/pin",
                 choosing(remembering.pin, "preference_id", "pinned", "pinned", "unpinned"),
+                methods=["POST"],
+            ),
+            Route(
+                "/memories/approve",
+                choosing(
+                    remembering.approve,
+                    "memory_id",
+                    "approved",
+                    "approved for CLAUDE.md's memory section",
+                    "kept out of CLAUDE.md's memory section",
+                ),
                 methods=["POST"],
             ),
             Route(

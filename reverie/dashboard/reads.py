@@ -10,16 +10,20 @@ everywhere (a global fact, a global preference).
 """
 
 import threading
+from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
+from projections.curation import section
 from projections.folds import current
 from schemas.settings import Settings
 
 if TYPE_CHECKING:
     import duckdb
+
+T = TypeVar("T")
 
 Row = dict[str, Any]
 
@@ -56,6 +60,11 @@ class Projections:
             cursor = self._fresh().execute(sql, named)
             columns = [d[0] for d in cursor.description or []]
             return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
+
+    def read(self, reader: Callable[["duckdb.DuckDBPyConnection"], T]) -> T:
+        """What `reader` reads of the snapshot (a part of reverie that reads one itself)."""
+        with self._lock:
+            return reader(self._fresh())
 
     def value(self, sql: str, **params: Any) -> Any:
         """The first column of the first row `sql` reads (None: no row)."""
@@ -428,9 +437,12 @@ def promotions(db: Projections, project: str | None) -> list[Row]:
 
 
 def learned(db: Projections, project: str | None) -> Row:
-    """Preferences, recurring failures, opinions, observations and communities, with their evidence."""
+    """Preferences, recurring failures, opinions, observations and communities, with their
+    evidence; and, for a project, the memories that wait for the user's yes before CLAUDE.md's
+    memory section (projections/curation.py)."""
     scoped = "$project IS NULL OR project = $project OR scope = 'global'"
     return {
+        "waiting": db.read(lambda snapshot: section(snapshot, project).waiting) if project else [],
         "preferences": db.rows(
             f"SELECT preference_id, subject, statement, strength, evidence, crystallized_at, scope, "
             f"coalesce(pin.pinned, false) AS pinned FROM preferences LEFT JOIN preference_pins pin USING (preference_id) "

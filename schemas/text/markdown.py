@@ -164,7 +164,8 @@ def inert(text: str) -> str | None:
     words = " ".join(_visible(text).split())
     if not words:
         return None
-    written = _unblocked("".join(_written(piece, kind) for piece, kind in _joined(_pieces(words))))
+    pieces = _importing_nothing(_joined(_pieces(words)))
+    written = _unblocked("".join(_written(piece, kind) for piece, kind in pieces))
     return written if len(written) <= LONGEST and is_inert(written) else None
 
 
@@ -205,6 +206,38 @@ def _joined(pieces: Iterator[tuple[str, Piece]]) -> list[tuple[str, Piece]]:
         elif piece:
             joined.append((piece, kind))
     return joined
+
+
+# Claude Code loads the file an `@` names wherever one follows a space or starts a line in a list
+# item's raw text, code spans included (it skips code spans in paragraphs only): what an `@`
+# follows there must be a backtick
+_IMPORT = re.compile(r"(?:^|\s)@")
+_BEFORE_AT = re.compile(r"(\s+)(?=@)")
+
+
+def _importing_nothing(pieces: list[tuple[str, Piece]]) -> list[tuple[str, Piece]]:
+    """`pieces` with each piece of code that holds an `@` after a space cut there: the space
+    outside code, the `@` opening a code span of its own."""
+    cut: list[tuple[str, Piece]] = []
+    for piece, kind in pieces:
+        content = _span_content(piece) if kind == "span" else piece
+        if kind == "text" or not _BEFORE_AT.search(content):
+            cut.append((piece, kind))
+            continue
+        for n, part in enumerate(_BEFORE_AT.split(content)):
+            if part:
+                cut.append((part, "text" if n % 2 else "code"))
+    return cut
+
+
+def _span_content(span: str) -> str:
+    """What a code span holds, as CommonMark reads it: inside its backticks, one space each side
+    taken off when both are there (and it is not all spaces)."""
+    fence = len(span) - len(span.lstrip("`"))
+    content = span[fence:-fence]
+    if len(content) > 1 and content[0] == " " and content[-1] == " " and content.strip(" "):
+        return content[1:-1]
+    return content
 
 
 def _code_spans(text: str) -> Iterator[tuple[int, int]]:
@@ -293,8 +326,11 @@ def _written(piece: str, kind: Piece) -> str:
     if kind == "text":
         return _ENTITY.sub(r"\\&", "".join("\\" + char if char in _ESCAPED else char for char in piece))
     fence = "`" * (max((len(run) for run in re.findall(r"`+", piece)), default=0) + 1)
-    padded = f" {piece} " if piece.startswith("`") or piece.endswith("`") else piece
-    return f"{fence}{padded}{fence}"
+    # a space keeps a backtick of the code off the fence's (CommonMark takes one off each side
+    # when both have one); none before an `@`, which Claude Code would read as an import
+    before = " " if piece.startswith("`") else ""
+    after = " " if piece.endswith("`") else ""
+    return f"{fence}{before}{piece}{after}{fence}"
 
 
 def _unblocked(line: str) -> str:
@@ -310,7 +346,10 @@ def _unblocked(line: str) -> str:
 def is_inert(line: str) -> bool:
     """Whether `line`, as a list item's text, reads as plain text and code spans only (emphasis
     and strikethrough allowed: they change no meaning), with no `@` word, URL or HTML outside
-    code."""
+    code, and no `@` after a space or at its start even inside code (Claude Code reads a list
+    item's raw text for its imports)."""
+    if _IMPORT.search(line):
+        return False
     tokens = _tokens(f"- {line}\n")
     kinds = [token.type for token in tokens]
     if kinds != [
