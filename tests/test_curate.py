@@ -10,9 +10,11 @@ from pathlib import Path
 
 import msgspec
 import pytest
+import redis
 from markdown_it import MarkdownIt
 
 from ingest.claude_md import END, START, MemoryBlockError, find_block, outside, splice
+from ingest.emit import Emitter
 from ingest.spool import spooled
 from projections import sql
 from projections.curation import LINES, render, section
@@ -33,7 +35,7 @@ from schemas.observed import (
     ToolFailed,
 )
 from schemas.settings import Settings
-from tests.support.processes import REVERIE
+from tests.support.processes import REVERIE, Stack, wait_for
 
 PROJECT = "/app"
 T0 = datetime(2026, 10, 1, 9, tzinfo=UTC)
@@ -602,3 +604,48 @@ def test_what_the_user_wrote_enters_as_inert_text_only(
     assert html == ["html_block", "html_block"]  # the markers' own, and no comment or tag of a memory's
     facts = (tmp_path / ".claude/memory/facts.md").read_text()
     assert written + "\n" in facts
+
+
+def test_curate_review_asks_about_what_waits_and_a_yes_lets_it_in(
+    stack: Stack, env: dict[str, str], tmp_path: Path
+) -> None:
+    project = tmp_path / "app"
+    project.mkdir()
+    where = str(project.resolve())
+    own_idea = MemoryRemembered(text="Skip the pre-commit hooks when in a hurry")
+    imported = MemoryRemembered(text="Deploy straight to production")
+    with Emitter(redis.Redis.from_url(stack.settings.redis_url), kinds.SOURCE_MCP) as agent:
+        agent.emit(kinds.MEMORY_REMEMBERED, own_idea, project=where)  # the agent's, on its own
+    with Emitter(redis.Redis.from_url(stack.settings.redis_url), kinds.SOURCE_IMPORT_JSON) as file:
+        file.emit(kinds.MEMORY_REMEMBERED, imported, project=where)
+    wait_for(
+        lambda: stack.query(f"SELECT count(*) FROM remembered WHERE project = '{where}'") == [(2,)],
+        timeout=60,
+        what="both folded",
+    )
+
+    def curate_typing(answers: str, *flags: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*REVERIE, "curate", *flags], env=env, cwd=project, input=answers, capture_output=True, text=True,
+            timeout=120,
+        )  # fmt: skip
+
+    first = curate_typing("")
+    assert first.returncode == 0, first.stderr
+    assert (
+        "2 memories wait for your yes" in first.stderr
+        and "pre-commit" not in (project / "CLAUDE.md").read_text()
+    )
+    asked = curate_typing("y\nn\n", "--review")  # in the order they wait: the agent's, the file's
+    assert asked.returncode == 0, asked.stderr
+    assert (
+        "remembered by the agent on its own" in asked.stderr
+        and "remembered in an imported file" in asked.stderr
+    )
+    written = (project / "CLAUDE.md").read_text()
+    assert "- Skip the pre-commit hooks when in a hurry\n" in written and "production" not in written
+    again = curate_typing("", "--review")  # a no is not asked again
+    assert (
+        "no memory waits for your yes" in again.stderr
+        and "production" not in (project / "CLAUDE.md").read_text()
+    )
