@@ -5,7 +5,9 @@ the hook exits 0 and prints nothing but, for UserPromptSubmit, SessionStart and 
 the memories to inject (ingest/injection.py); Stop and PreCompact tell the recall service to keep
 the session's compaction manifest, waiting for nothing: a payload it can read is redacted, cut to size and
 appended to the stream (or, if Redis cannot take it within its deadline, to the spool); a
-payload it cannot read becomes a dead letter with the reason. Standard library only.
+payload it cannot read becomes a dead letter with the reason. Run by a person (`--help`, any
+option, a terminal on stdin), it prints its usage and records nothing: no event name starts with
+"-", and Claude Code always pipes a payload. Standard library only.
 """
 
 from __future__ import annotations
@@ -199,11 +201,40 @@ def handle_hook(argv: list[str], stdin: BinaryIO | None, environ: Environ) -> tu
     return "dead-letter", b""
 
 
+def run_by_hand(argv: list[str], stdin: BinaryIO | None) -> bool:
+    """Whether a person ran the hook rather than Claude Code: an option (no event name starts
+    with "-"), or a terminal on stdin, where Claude Code always pipes a payload."""
+    return any(arg[:1] == "-" for arg in argv) or (stdin is not None and stdin.isatty())
+
+
+def usage() -> str:
+    """What `reverie hook --help` says (only a person asks: `textwrap` costs no hook)."""
+    import textwrap
+
+    said = (
+        "The hook Claude Code runs for each event of a session (`reverie install claude-code` writes "
+        "it into Claude Code's settings). Claude Code sends one JSON payload on stdin; the hook records "
+        "it as an event (in Redis, else the spool), prints the memories to inject for "
+        "UserPromptSubmit, SessionStart and SubagentStart, and always exits 0. EVENT defaults to the "
+        f"payload's hook_event_name; the events it knows: {', '.join(HOOK_KINDS)}.",
+        "Run by hand (an option such as --help, or a terminal on stdin), it prints this and records nothing.",
+    )
+    return (
+        "usage: reverie hook [EVENT] < PAYLOAD\n\n" + "\n\n".join(textwrap.fill(p, 92) for p in said) + "\n"
+    )
+
+
 def main(argv: list[str]) -> int:
-    """The hook's entry point: always 0, never a word on stdout."""
-    if os.environ.get(HOOKS_OFF):  # a Claude Code reverie runs itself: nothing to record
-        return 0
+    """The hook's entry point: always 0, never a word on stdout but the memories it injects (or,
+    run by hand, its usage)."""
     try:
+        stdin = getattr(sys.stdin, "buffer", None)
+        if run_by_hand(argv, stdin):  # nothing to record: no dead letter a person's --help would leave
+            sys.stdout.write(usage())
+            sys.stdout.flush()
+            return 0
+        if os.environ.get(HOOKS_OFF):  # a Claude Code reverie runs itself: nothing to record
+            return 0
         # A closed terminal hangs up on every process of the session, and Claude Code may end
         # the hooks it runs as it exits: the event is recorded all the same, within the
         # watchdog's deadline.
@@ -217,7 +248,7 @@ def main(argv: list[str]) -> int:
         # millions of values a payload may hold would cost seconds.
         gc.disable()
         try:
-            _, output = handle_hook(argv, getattr(sys.stdin, "buffer", None), os.environ)
+            _, output = handle_hook(argv, stdin, os.environ)
         finally:
             _disarm()
         if output:

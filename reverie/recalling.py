@@ -100,9 +100,22 @@ def asked(
     return answer
 
 
+def no_memory_yet(settings: Settings) -> str | None:
+    """Why there is nothing to read, when the data directory does not exist (None when it does):
+    a command that reads memory never makes one."""
+    if os.path.isdir(settings.home):
+        return None
+    return (
+        f"no memory in {settings.home} yet: there is no such folder (is REVERIE_HOME the one you mean?). "
+        "`reverie up --detach` starts a stack there; the hooks and `reverie import` fill it"
+    )
+
+
 def _in_process(settings: Settings, request: RecallRequest) -> object:
     from workers.recall_service import open_recaller
 
+    if (missing := no_memory_yet(settings)) is not None:  # opening the vectors would make the folders
+        raise RecallFailed(missing)
     recaller = _recallers.get(settings.home)
     if recaller is None:  # a process that asks again (the MCP server) loads the model once
         with err.status("the recall service is not running: loading the model here…"):

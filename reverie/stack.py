@@ -218,24 +218,19 @@ def status(as_json: bool) -> int:
     table.add_column(overflow="fold")  # a URL, a path: folded whole, never cut (the dashboard's token)
     rows = [
         ("stack", f"running (pid {state.stack_pid})" if state.stack_pid else "not running (here)"),
+        ("data directory", _data_directory(settings)),
         ("recall service", state.recall_service),
         ("mcp server", state.mcp_server),
         ("dashboard", state.dashboard),
         ("redis", f"{state.redis_url} ({'reachable' if state.reachable else 'UNREACHABLE'})"),
-        ("stream length", str(state.stream_length)),
-        ("pending", str(state.pending)),
-        ("lag", str(state.lag)),
+        *_stream(state),
         ("spooled events", str(state.spooled)),
-        ("dead letters", str(state.dead_letters)),
+        ("dead letters", _dead_letters(state, settings)),
         ("disk", _disk(state)),
         ("archived events", f"{state.archived} in {state.segments} segments"),
         ("projections", _age("snapshot", state.projections_published_at)),
         ("vectors", _age("manifest", state.vectors_published_at)),
-        ("dispatchers", ", ".join(f"{d.consumer} (pid {d.pid})" for d in state.dispatchers) or "none alive"),
-        ("workers", ", ".join(f"{w.name} ({w.state})" for w in state.workers) or "none alive"),
-        ("jobs under way", str(state.jobs_under_way)),
-        ("scheduled jobs", _waiting(state)),
-        ("failed jobs", _failed(state)),
+        *_processes(state),
         ("llm extraction", f"{escape(state.llm)}; {state.llm_tokens_today:,} tokens spent today"),
         *((f"job {job.name}", _scheduled(job)) for job in state.scheduled),
         ("memory health", _health(state.memory_health)),
@@ -253,14 +248,65 @@ def status(as_json: bool) -> int:
         rows.append(
             (
                 "claude code hooks",
-                f"[bold red]{len(stale)} point at paths that are gone[/] (an upgrade moved reverie?): "
-                "run `reverie install claude-code` again; " + escape(stale[0]),
+                f"[bold red]{len(stale)} cannot run[/]: a path they name is gone (an upgrade moved "
+                "reverie? run `reverie install claude-code` again), or `reverie` is not on PATH; "
+                + escape(stale[0]),
             )
         )
     for name, value in rows + _quarantined(state.quarantined):
         table.add_row(f"[bold]{name}[/]", value)
     out.print(table)
     return 0 if state.reachable else 1
+
+
+# what a row kept in Redis says while Redis does not answer
+_UNKNOWN = "unknown (Redis does not answer)"
+
+
+def _data_directory(settings: Settings) -> str:
+    from rich.markup import escape
+
+    if os.path.isdir(settings.home):
+        return escape(settings.home)
+    return escape(settings.home) + " (does not exist yet: no memory here; `reverie up` makes it)"
+
+
+def _stream(state: "StackStatus") -> list[tuple[str, str]]:
+    """The stream's rows: its length, and how far the dispatchers' consumer group is behind."""
+    if not state.reachable:
+        return [(name, _UNKNOWN) for name in ("stream length", "pending", "lag")]
+    if state.pending is None:
+        no_group = "none yet (no dispatcher has read the stream)"
+        return [("stream length", str(state.stream_length)), ("pending", no_group), ("lag", no_group)]
+    lag = "unknown (the server cannot count it)" if state.lag is None else str(state.lag)
+    return [("stream length", str(state.stream_length)), ("pending", str(state.pending)), ("lag", lag)]
+
+
+def _processes(state: "StackStatus") -> list[tuple[str, str]]:
+    """Who is alive and what they do, as Redis keeps it."""
+    names = ("dispatchers", "workers", "jobs under way", "scheduled jobs", "failed jobs")
+    if not state.reachable:
+        return [(name, _UNKNOWN) for name in names]
+    said = (
+        ", ".join(f"{d.consumer} (pid {d.pid})" for d in state.dispatchers) or "none alive",
+        ", ".join(f"{w.name} ({w.state})" for w in state.workers) or "none alive",
+        str(state.jobs_under_way or 0),
+        _waiting(state),
+        _failed(state),
+    )
+    return list(zip(names, said, strict=True))
+
+
+def _dead_letters(state: "StackStatus", settings: Settings) -> str:
+    """How many inputs became no event, and where to read them and take them away."""
+    if not state.dead_letters:
+        return "none"
+    from rich.markup import escape
+
+    return f"[yellow]{state.dead_letters}[/], input that became no event, with the reason: " + escape(
+        'reverie sql "select recorded_at, stage, reason, head from dead_letters"; '
+        f"each is a file in {settings.dead_letter_dir}, to delete once read"
+    )
 
 
 def _scheduled(job: "JobState") -> str:

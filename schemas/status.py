@@ -77,11 +77,14 @@ class ImportProgress(msgspec.Struct, frozen=True):
 
 
 class StackStatus(msgspec.Struct, frozen=True, kw_only=True):
+    """What Redis keeps (the stream, the dispatchers' heartbeats, the workers, the jobs) is
+    unknown (None, or an empty list) while it is not `reachable`."""
+
     redis_url: str
     reachable: bool
     stack_pid: int | None
     stream_length: int | None = None
-    pending: int | None = None
+    pending: int | None = None  # None, reachable: no dispatcher has made its consumer group yet
     lag: int | None = None
     spooled: int
     dead_letters: int
@@ -92,10 +95,10 @@ class StackStatus(msgspec.Struct, frozen=True, kw_only=True):
     vectors_published_at: float | None = None  # when the embedder last published what it holds
     dispatchers: list[Heartbeat] = []
     workers: list[WorkerState] = []
-    jobs_under_way: int = 0  # on a worker now (or on one killed, until a worker hands it back)
-    scheduled_jobs: int = 0  # waiting for their time: retries
+    jobs_under_way: int | None = None  # on a worker now (or on one killed, until a worker hands it back)
+    scheduled_jobs: int | None = None  # waiting for their time: retries
     next_scheduled_jobs: list[ScheduledJob] = []  # the soonest few
-    failed_jobs: int = 0
+    failed_jobs: int | None = None
     newest_failed_jobs: list[FailedJob] = []  # the newest few, with their errors
     disk_free: int | None = None  # bytes free for the data directory
     disk_full: bool = False  # too little to write a segment, a snapshot, a spooled event

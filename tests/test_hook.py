@@ -9,6 +9,7 @@ import shlex
 import shutil
 import subprocess
 import tempfile
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -115,6 +116,58 @@ def test_a_terminal_on_stdin_is_not_waited_for(home: str) -> None:
 
     assert record_hook(["Stop"], Terminal(b""), offline_env(home)) == "dead-letter"
     assert "stdin is not a pipe" in dead_letters(home)[0].reason
+
+
+# what a person types; the last two, an option after the event or standing for stdin
+ASKED_BY_HAND = [["--help"], ["-h"], ["--version"], ["-x", "Stop"], ["Stop", "--verbose"], ["-"]]
+
+
+def hook_commands(*args: str) -> list[list[str]]:
+    """The hook as `reverie hook` and as `reverie install` writes it (the launcher, without site)."""
+    from reverie.installing.entries import launcher_command
+
+    python, *flags, launcher, _, _, _ = shlex.split(launcher_command("Stop"))  # ... EVENT || true
+    return [[str(BIN), "hook", *args], [python, *flags, launcher, *args]]
+
+
+@pytest.mark.parametrize("args", ASKED_BY_HAND, ids=" ".join)
+def test_a_person_asking_the_hook_for_help_is_told_and_nothing_is_recorded(
+    tmp_path: str, args: list[str]
+) -> None:
+    missing = os.path.join(tmp_path, "no-memory-here")  # and nothing makes it
+    env = {
+        "PATH": os.environ["PATH"],
+        "XDG_CACHE_HOME": os.path.join(tmp_path, "cache"),
+        **offline_env(missing),
+    }
+    payload = json.dumps({"session_id": "s1", "hook_event_name": "Stop"}).encode()  # a payload, all the same
+    for command in hook_commands(*args):
+        result = subprocess.run(command, input=payload, env=env, capture_output=True, timeout=60)
+        assert result.returncode == 0 and result.stderr == b"", result.stderr
+        told = " ".join(result.stdout.decode().split())
+        assert told.startswith("usage: reverie hook [EVENT]") and "payload on stdin" in told
+        assert all(event in told for event in HOOK_KINDS)
+    assert not os.path.exists(missing)  # no dead letter, no spool file, no folder
+
+
+def test_a_terminal_on_the_hooks_stdin_is_a_person_told_its_usage(tmp_path: Path) -> None:
+    import pty
+
+    missing = os.path.join(tmp_path, "no-memory-here")
+    env = {
+        "PATH": os.environ["PATH"],
+        "XDG_CACHE_HOME": os.path.join(tmp_path, "cache"),
+        **offline_env(missing),
+    }
+    for command in hook_commands("Stop"):
+        controller, terminal = pty.openpty()
+        try:
+            result = subprocess.run(command, stdin=terminal, env=env, capture_output=True, timeout=60)
+        finally:
+            os.close(terminal)
+            os.close(controller)
+        assert result.returncode == 0 and result.stdout.startswith(b"usage: reverie hook"), result.stderr
+    assert not os.path.exists(missing)
 
 
 def test_secrets_in_a_dead_letter_head_are_redacted(home: str) -> None:

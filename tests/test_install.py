@@ -9,16 +9,20 @@ import shlex
 import shutil
 import stat
 import subprocess
+import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import ingest
-from reverie.installing.entries import HOOKED, is_ours, launcher_command
+from ingest.spool import spooled
+from reverie.installing.entries import HOOKED, is_ours, launcher_command, path_command
 from reverie.installing.stale import stale_hooks
 from schemas import kinds
+from schemas.events import decode_event
 from schemas.settings import Settings, read_connection
 from tests.support.captures import TRANSCRIPTS
 from tests.support.processes import REVERIE, Stack, wait_for
@@ -87,7 +91,9 @@ def test_install_then_uninstall_leaves_every_file_as_it_was(user: dict[str, Any]
     assert set(hooks) >= set(HOOKED)
     for event in HOOKED:
         ours = [h for group in hooks[event] for h in group["hooks"] if is_ours(h)]
-        assert len(ours) == 1 and ours[0]["command"].endswith(f"launcher.py {event} || true")
+        # the project's are every checkout's: the reverie each user's PATH finds
+        written = f"reverie hook {event} || true" if scope == "project" else f"launcher.py {event} || true"
+        assert len(ours) == 1 and ours[0]["command"].endswith(written)
     # the hook Claude Code would wait for before every tool call is not reverie's
     assert not any(is_ours(h) for group in hooks.get("PreToolUse", []) for h in group["hooks"])
     if scope == "user":  # the user's own hooks and keys are all there, first
@@ -98,7 +104,9 @@ def test_install_then_uninstall_leaves_every_file_as_it_was(user: dict[str, Any]
     servers = (
         config["projects"][str(user["project"])]["mcpServers"] if scope == "local" else config["mcpServers"]
     )
-    assert servers["reverie"]["args"] == ["-m", "reverie", "mcp"]
+    assert [servers["reverie"]["command"], *servers["reverie"]["args"]] == (
+        ["reverie", "mcp"] if scope == "project" else [sys.executable, "-m", "reverie", "mcp"]
+    )
     # the project's files are everyone's: one user's data directory is no part of them
     assert servers["reverie"]["env"].get("REVERIE_HOME") == (
         None if scope == "project" else user["env"]["REVERIE_HOME"]
@@ -144,6 +152,10 @@ def test_reverie_knows_its_hooks_by_the_commands_it_writes_and_by_nothing_less()
         upgraded_away,
         "/old/venv/bin/reverie hook PreToolUse",
         "reverie hook",
+        path_command("Stop"),  # the project scope's
+        path_command(
+            "PostToolUse", {"REVERIE_RECALL_URL": "tcp://127.0.0.1:7377", "REDIS_URL": "redis://h:1/0"}
+        ),
     ]
     theirs = [
         written + " && notify-send done",
@@ -154,6 +166,11 @@ def test_reverie_knows_its_hooks_by_the_commands_it_writes_and_by_nothing_less()
         "/home/me/ingest/launcher.py",
         "reverie hook Stop | tee -a ~/hooks.log",
         "echo reverie hook",
+        path_command("Stop") + "; notify-send done",
+        "NOTIFY=1 " + path_command("Stop"),
+        path_command("Stop").replace("|| true", "|| false"),
+        "reverie hook Stop --verbose || true",
+        "reverie  hook Stop || true",  # not as reverie writes it, word for word
     ]
     assert [is_ours({"type": "command", "command": c}) for c in ours] == [True] * len(ours)
     assert [is_ours({"type": "command", "command": c}) for c in theirs] == [False] * len(theirs)
@@ -204,9 +221,8 @@ def test_dry_run_prints_the_diff_and_changes_nothing(user: dict[str, Any]) -> No
     shown = reverie(user, "install", "claude-code", "--dry-run")
     assert shown.returncode == 0, shown.stderr
     assert f"+++ {user['home']}/.claude/settings.json" in shown.stdout
-    assert (
-        '+            "command": ' in shown.stdout and "launcher.py UserPromptSubmit || true" in shown.stdout
-    )
+    # the user's settings are on one line, as they wrote them: the diff changes that line
+    assert f"-{json.dumps(THEIRS)}" in shown.stdout and "launcher.py UserPromptSubmit || true" in shown.stdout
     assert snapshot(user["home"]) == before
 
 
@@ -219,6 +235,135 @@ def test_uninstall_keeps_what_the_user_changed_since(user: dict[str, Any]) -> No
     assert reverie(user, "uninstall", "claude-code").returncode == 0
     assert json.loads(settings.read_text()) == {**THEIRS, "theme": "dark"}
     assert not (user["home"] / ".claude" / "settings.json.reverie-backup").exists()
+
+
+BOM = "\ufeff"
+# How users' settings files are written, each as a function of the settings it holds: install
+# must write what the same hand would.
+STYLES: dict[str, Callable[[Any], str]] = {
+    "four spaces": lambda value: json.dumps(value, indent=4) + "\n",
+    "tabs": lambda value: json.dumps(value, indent="\t") + "\n",
+    "one line, no final newline": lambda value: json.dumps(value),
+    "one line without blanks": lambda value: json.dumps(value, separators=(",", ":")) + "\n",
+    "CRLF, no final newline": lambda value: json.dumps(value, indent=2).replace("\n", "\r\n"),
+    "three spaces after a BOM": lambda value: BOM + json.dumps(value, indent=3) + "\n",
+    "non-ASCII kept as written": lambda value: json.dumps(value, indent=2, ensure_ascii=False) + "\n",
+}
+
+
+def settings_held(text: str) -> Any:
+    return json.loads(text.removeprefix(BOM))
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_install_keeps_the_users_formatting_and_uninstall_gives_it_back(
+    user: dict[str, Any], style: str
+) -> None:
+    settings = user["home"] / ".claude" / "settings.json"
+    written = STYLES[style]({**THEIRS, "statusLine": {"type": "command", "command": "écho ☕"}})
+    settings.write_bytes(written.encode())
+    assert reverie(user, "install", "claude-code").returncode == 0
+    installed = settings.read_bytes().decode()
+    held = settings_held(installed)
+    assert held["permissions"] == THEIRS["permissions"] and held["statusLine"]["command"] == "écho ☕"
+    assert sum(is_ours(h) for g in held["hooks"]["UserPromptSubmit"] for h in g["hooks"]) == 1
+    assert installed == STYLES[style](held)  # as the user's hand would have written it
+    claude_json = (user["home"] / ".claude.json").read_text()
+    assert claude_json == json.dumps(json.loads(claude_json))  # Claude Code's state, on one line as it was
+    assert reverie(user, "uninstall", "claude-code").returncode == 0
+    assert settings.read_bytes() == written.encode()
+    # changed by the user in between: uninstall takes out reverie's entries alone, in the text
+    assert reverie(user, "install", "claude-code").returncode == 0
+    settings.write_bytes(settings.read_bytes().replace(b'"opus"', b'"sonnet"'))
+    reinstalled = reverie({**user, "env": {**user["env"], "REVERIE_HOME": str(user["home"] / "data")}},
+                          "install", "claude-code")  # fmt: skip
+    assert reinstalled.returncode == 0, reinstalled.stderr
+    assert settings.read_bytes().decode() == STYLES[style](settings_held(settings.read_bytes().decode()))
+    assert reverie(user, "uninstall", "claude-code").returncode == 0
+    assert settings.read_bytes() == written.replace('"opus"', '"sonnet"').encode()
+
+
+def test_the_local_scope_changes_its_projects_entry_alone_in_claude_codes_own_file(
+    user: dict[str, Any],
+) -> None:
+    state = user["home"] / ".claude.json"
+    others: dict[str, Any] = {
+        "numStartups": 3,
+        "projects": {"/elsewhere": {"allowedTools": [], "mcpServers": {"db": {"command": "x"}}}},
+    }
+    written = json.dumps(others, indent=2)  # as Claude Code writes it: two spaces, no final newline
+    state.write_text(written)
+    assert reverie(user, "install", "claude-code", "--scope", "local").returncode == 0
+    now = state.read_text()
+    assert now == json.dumps(json.loads(now), indent=2)
+    assert json.loads(now)["projects"]["/elsewhere"] == others["projects"]["/elsewhere"]
+    state.write_text(now.replace('"numStartups": 3', '"numStartups": 4'))  # Claude Code started again
+    assert reverie(user, "uninstall", "claude-code", "--scope", "local").returncode == 0
+    assert state.read_text() == written.replace('"numStartups": 3', '"numStartups": 4')
+
+
+def test_the_project_scope_names_no_path_of_this_machine_and_runs_the_reverie_on_path(
+    user: dict[str, Any], tmp_path: Path
+) -> None:
+    no_reverie = {**user["env"], "PATH": "/usr/bin:/bin"}
+    installed = reverie({**user, "env": no_reverie}, "install", "claude-code", "--scope", "project")
+    assert installed.returncode == 0, installed.stderr
+    assert "Your PATH has no `reverie`" in " ".join(installed.stderr.split())
+    settings, servers = user["project"] / ".claude" / "settings.json", user["project"] / ".mcp.json"
+    for shared in (settings, servers):
+        assert not [s for s in strings_in(json.loads(shared.read_text())) if "/" in s], shared
+    # a teammate's checkout, elsewhere, with reverie installed on their PATH or not at all
+    checkout = tmp_path / "mate" / "src" / "app"
+    shutil.copytree(user["project"], checkout)
+    mate = {"HOME": str(tmp_path / "mate"), "REVERIE_HOME": str(tmp_path / "mate" / "data"),
+            "CLAUDE_PROJECT_DIR": str(checkout)}  # fmt: skip
+    with_reverie, without = ({**mate, "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"},
+                             {**mate, "PATH": "/usr/bin:/bin"})  # fmt: skip
+    payload = json.dumps({"session_id": "mate-1", "hook_event_name": "Stop", "cwd": str(checkout)}).encode()
+    command = reverie_command(checkout / ".claude" / "settings.json", "Stop")
+
+    def hook(environ: dict[str, str]) -> tuple[int, bytes]:
+        ran = subprocess.run(["/bin/sh", "-c", command], input=payload, env=environ, cwd=checkout,
+                             capture_output=True, timeout=60)  # fmt: skip
+        return ran.returncode, ran.stdout
+
+    assert hook(without) == (0, b"")  # never blocked
+    assert not os.path.exists(mate["REVERIE_HOME"])  # and nothing recorded
+    assert hook(with_reverie) == (0, b"")
+    [spooled_event] = spooled(Settings(mate["REVERIE_HOME"]).spool_dir)  # no stack runs: the spool took it
+    assert decode_event(Path(spooled_event).read_bytes()).kind == kinds.HOOK_KINDS["Stop"]
+    entry = json.loads((checkout / ".mcp.json").read_text())["mcpServers"]["reverie"]
+    assert initialized([entry["command"], *entry["args"]], {**with_reverie, **entry["env"]}, checkout)
+    for environ, said in ((with_reverie, False), (without, True)):
+        status = subprocess.run([*REVERIE, "status"], env=environ, cwd=checkout, capture_output=True,
+                                text=True, timeout=60)  # fmt: skip
+        assert ("cannot run" in status.stdout) == said, status.stdout
+
+
+def initialized(command: list[str], environ: dict[str, str], cwd: Path) -> bool:
+    """Whether the MCP server `command` starts and answers an initialize request on stdio."""
+    hello = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
+    served = subprocess.run(command, input=json.dumps(hello).encode() + b"\n", env=environ, cwd=cwd,
+                            capture_output=True, timeout=60)  # fmt: skip
+    return b'"serverInfo"' in served.stdout
+
+
+def strings_in(value: Any) -> list[str]:
+    """Every key and string in a JSON value."""
+    if isinstance(value, dict):
+        return [*value, *(s for v in value.values() for s in strings_in(v))]
+    if isinstance(value, list):
+        return [s for v in value for s in strings_in(v)]
+    return [value] if isinstance(value, str) else []
 
 
 def test_settings_that_are_not_json_are_refused_and_left_alone(user: dict[str, Any]) -> None:
@@ -348,8 +493,8 @@ def test_secrets_go_to_the_users_private_file_never_into_commands_or_settings(
     folder = user["home"] if scope == "user" else user["project"]
     name = "settings.local.json" if scope == "local" else "settings.json"
     command = reverie_command(folder / ".claude" / name, "PostToolUse")
-    if scope == "project":  # everyone's: each user's own environment and data directory
-        assert command.startswith("REVERIE_RECALL_URL=tcp://127.0.0.1:7377 /")
+    if scope == "project":  # everyone's: each user's own environment, data directory and reverie
+        assert command == "REVERIE_RECALL_URL=tcp://127.0.0.1:7377 reverie hook PostToolUse || true"
     else:  # the file's secrets, whatever Claude Code's environment holds for another program
         home = user["env"]["REVERIE_HOME"]
         assert command.startswith(
@@ -474,7 +619,7 @@ def test_install_keeps_transcripts_longer_and_uninstall_puts_the_file_back_byte_
     before = snapshot(user["home"])
     keep = ["--scope", scope, "--keep-transcripts", "365"]
     shown = reverie(user, "install", "claude-code", *keep, "--dry-run")
-    assert '+  "cleanupPeriodDays": 365' in shown.stdout and snapshot(user["home"]) == before
+    assert '"cleanupPeriodDays": 365}' in shown.stdout and snapshot(user["home"]) == before
     installed = reverie(user, "install", "claude-code", *keep)
     assert installed.returncode == 0, installed.stderr
     said = " ".join(installed.stderr.split())

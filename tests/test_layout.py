@@ -1,8 +1,11 @@
 """The process layout is described once in code; the Procfile and docker-compose.yml say the same."""
 
+import os
 import pathlib
+import subprocess
 import tomllib
 
+import pytest
 import yaml
 
 from schemas.settings import Settings
@@ -79,3 +82,43 @@ def test_the_console_script_is_declared() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert project["scripts"] == {"reverie": "reverie.cli:main"}
     assert project["requires-python"] == ">=3.11"
+
+
+def readme_test_command() -> str:
+    """The one command of the README's "Test it" section."""
+    section = (ROOT / "README.md").read_text().split("## Test it", 1)[1]
+    return section.split("```sh\n", 1)[1].split("\n```", 1)[0]
+
+
+def test_ci_runs_the_readmes_test_command_verbatim() -> None:
+    script = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert script[:3] == [
+        "#!/usr/bin/env bash",
+        "# CI: the README's test command, verbatim.",
+        "set -euo pipefail",
+    ]
+    assert script[-1] == readme_test_command()
+
+
+@pytest.mark.parametrize("fast, slow", [(0, 0), (1, 0), (0, 1), (1, 1), (2, 5)])
+@pytest.mark.parametrize(
+    "shell", ["set -euo pipefail", "set +e"], ids=["as CI runs it", "as a user types it"]
+)
+def test_a_failing_fast_round_still_runs_the_slow_one_and_fails_the_command(
+    tmp_path: pathlib.Path, fast: int, slow: int, shell: str
+) -> None:
+    """The README's two rounds of pytest, each a stand-in that notes it ran and exits as told."""
+    rounds = readme_test_command().split(".venv/bin/deptry . && ", 1)[1]
+    pytest_stand_in = tmp_path / ".venv" / "bin" / "pytest"
+    pytest_stand_in.parent.mkdir(parents=True)
+    pytest_stand_in.write_text(
+        '#!/bin/sh\necho "$*" >> ran\ncase "$*" in *"not slow"*) exit "$FAST" ;; *) exit "$SLOW" ;; esac\n'
+    )
+    pytest_stand_in.chmod(0o755)
+    ran = subprocess.run(
+        ["bash", "-c", f"{shell}\n{rounds}"],
+        cwd=tmp_path, env={"PATH": os.environ["PATH"], "FAST": str(fast), "SLOW": str(slow)},
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert (tmp_path / "ran").read_text().splitlines() == ["-q -m not slow", "-q -m slow --durations=25"]
+    assert (ran.returncode == 0) == (fast == slow == 0), ran.stderr

@@ -206,7 +206,7 @@ def test_install_registers_the_running_stacks_server_and_its_token_stays_private
 
     install("install", "claude-code", "--scope", "project")  # shared through git: no token there
     shared = json.loads((project / ".mcp.json").read_text())["mcpServers"]["reverie"]
-    assert shared["type"] == "stdio" and shared["args"] == ["-m", "reverie", "mcp"]
+    assert shared["type"] == "stdio" and [shared["command"], *shared["args"]] == ["reverie", "mcp"]  # on PATH
     assert mcp.token not in (project / ".mcp.json").read_text()
 
     for scope in ("project", "local", "user"):

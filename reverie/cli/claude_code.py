@@ -16,9 +16,12 @@ Merges one hook entry per Claude Code event into the scope's settings.json (your
 keys stay as they are) and registers reverie's MCP server where Claude Code reads it, as `claude
 mcp add --scope` would: the running stack's, over HTTP, if one runs (the user and local scopes),
 else `reverie mcp` on stdio. Installing again replaces reverie's entries, never doubles
-them. Each file's bytes from before are kept beside it (*.reverie-backup) for
-`reverie uninstall claude-code`. REVERIE_HOME and REDIS_URL, when set, go into the entries.
-The project scopes take the project of the current folder (the root of its git worktree).
+them; only their text changes in each file, whose formatting stays. Each file's bytes from
+before are kept beside it (*.reverie-backup) for `reverie uninstall claude-code`. REVERIE_HOME
+and REDIS_URL, when set, go into the entries. The project scopes take the project of the
+current folder (the root of its git worktree). The project scope's files are shared through
+git: they name no path of this machine, and run `reverie hook` and `reverie mcp` from each
+user's PATH (a teammate without reverie records nothing and is never blocked).
 
 Claude Code deletes its transcripts (~/.claude/projects) older than cleanupPeriodDays days
 (default 30) each time it starts. Install says how many it still holds and how long it keeps

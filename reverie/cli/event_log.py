@@ -67,7 +67,7 @@ def add_sql(commands: Commands) -> None:
     fmt = sql.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="one JSON object per row")
     fmt.add_argument("--csv", action="store_true", help="CSV with a header row")
-    sql.set_defaults(func=_sql)
+    sql.set_defaults(func=_sql, reads="here")
 
 
 def _sql(args: argparse.Namespace) -> int:

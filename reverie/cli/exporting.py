@@ -37,7 +37,7 @@ def add_export(commands: Commands) -> None:
         "(default: the current folder's project, as `reverie remember` finds it)",
     )
     as_json.add_argument("-o", "--output", metavar="FILE", help="where to write it (default: stdout)")
-    as_json.set_defaults(func=_export_json)
+    as_json.set_defaults(func=_export_json, reads="here")
     as_markdown = formats.add_parser(
         "markdown",
         help="a project's memory section as three Markdown files (facts, preferences, episodes)",
@@ -53,7 +53,7 @@ def add_export(commands: Commands) -> None:
         help="the project: its root folder, e.g. ~/app, or its name as `reverie sql` shows it "
         "(default: the current folder's project)",
     )
-    as_markdown.set_defaults(func=_export_markdown)
+    as_markdown.set_defaults(func=_export_markdown, reads="here")
 
 
 def _export_json(args: argparse.Namespace) -> int:

@@ -62,7 +62,7 @@ def add_recall(commands: Commands) -> None:
     )
     recall.add_argument("--explain", action="store_true", help="every component of each score")
     recall.add_argument("--json", action="store_true", help="the whole recall as JSON")
-    recall.set_defaults(func=_recall)
+    recall.set_defaults(func=_recall, reads="served")
 
 
 def _ranking_flags(recall: argparse.ArgumentParser) -> None:
@@ -145,7 +145,7 @@ def add_why(commands: Commands) -> None:
     )
     why.add_argument("id", help="e.g. fact:9c4aa661d8, file:2b7e…, episode:…, or the id recall shows")
     why.add_argument("--json", action="store_true", help="the whole answer as one JSON object")
-    why.set_defaults(func=_why)
+    why.set_defaults(func=_why, reads="served")
 
 
 def _why(args: argparse.Namespace) -> int:
@@ -225,7 +225,7 @@ def add_curate(commands: Commands) -> None:
         help="first ask, one by one, about the memories that wait for your yes (y: write it there, n: never, "
         "Enter: not now, q: stop; answers are read from stdin), then write",
     )
-    curate.set_defaults(func=_curate)
+    curate.set_defaults(func=_curate, reads="here")
 
 
 def _curate(args: argparse.Namespace) -> int:

@@ -109,5 +109,26 @@ def run(argv: list[str]) -> int:
     if argv[:1] != ["hook"]:  # the hook parses its own arguments
         argv = attach_dashed_values(argv)
     args = parser().parse_args(argv)
+    if (missing := _no_memory(args)) is not None:
+        from reverie.console import fail
+
+        return fail(missing)
     status: int = args.func(args)
     return status
+
+
+def _no_memory(args: argparse.Namespace) -> str | None:
+    """Why a command that only reads memory has nothing to read: no data directory (which it
+    would otherwise make, or read as empty); None when it may run. Such a command sets `reads`:
+    "here" (this machine's files), or "served" (a recall service, which may answer from
+    elsewhere, REVERIE_RECALL_URL, for a machine that holds no data directory)."""
+    reads = getattr(args, "reads", None)
+    if reads is None:
+        return None
+    from reverie.recalling import no_memory_yet
+    from schemas.settings import Settings
+
+    settings = Settings.from_env()
+    if reads == "served" and settings.recall_url:
+        return None
+    return no_memory_yet(settings)

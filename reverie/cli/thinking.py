@@ -27,7 +27,7 @@ def add_reflect(commands: Commands) -> None:
     reflect.add_argument("query", nargs="+", help="the question, e.g. should we keep using DuckDB")
     reflect.add_argument("--project", help="the project's root folder (default: the current folder's)")
     reflect.add_argument("--json", action="store_true", help="print the opinion and its evidence as JSON")
-    reflect.set_defaults(func=_reflect)
+    reflect.set_defaults(func=_reflect, reads="served")
 
 
 def _reflect(args: argparse.Namespace) -> int:

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import sys
 
 from ingest.envelope import compile_patterns
 from reverie.installing import retention
 from reverie.installing.connection import Placement, placement
+from reverie.installing.entries import ON_PATH
 from reverie.installing.plan import (
     files_for,
     plan_install,
@@ -193,8 +195,17 @@ def _mcp_note(scope: str, over_http: bool) -> str:
 
 def _shared_scope_note(settings: Settings, placed: Placement) -> str:
     """What the project scope leaves to each user, since its files are everyone's."""
-    note = "The project's files name no data directory and hold no secret: each user's hooks read "
-    note += "their own REVERIE_HOME (else the default) and its connection.env, or their environment."
+    note = (
+        "The project's files are every checkout's: they run `reverie hook` and `reverie mcp` from each "
+        "user's PATH (a teammate without reverie there records nothing and is never blocked), and name "
+        "no data directory and no secret: each user's hooks read their own REVERIE_HOME (else the "
+        "default) and its connection.env, or their environment."
+    )
+    if shutil.which(ON_PATH) is None:
+        note += (
+            " Your PATH has no `reverie`, so these hooks do nothing for you: put reverie's folder on "
+            f"PATH ({os.path.dirname(sys.executable)}), or install with --scope user or --scope local."
+        )
     if placed.private:
         note += f" Yours are in {settings.connection_file}."
     default = Settings.from_env({**os.environ, "REVERIE_HOME": ""}).home

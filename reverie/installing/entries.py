@@ -7,9 +7,9 @@ stack's over HTTP, or `reverie mcp` on stdio. Merging keeps
 every hook, server and key of anyone else's as it is, and replaces reverie's own: installing
 twice never doubles an entry, and taking reverie's entries out leaves no group or event that
 only they filled. reverie's own are the commands it writes, read back word for word (any
-version's, whatever its interpreter, folder, event and values), and `reverie hook [EVENT]` alone,
-as the README once had users write it; a command that only mentions either (a user's wrapper
-around the launcher, say) is the user's.
+version's, whatever its interpreter, folder, event and values, and the project scope's `reverie
+hook EVENT || true`), and `reverie hook [EVENT]` alone, as the README once had users write it; a
+command that only mentions either (a user's wrapper around the launcher, say) is the user's.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import shlex
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import quote
 
@@ -26,6 +26,7 @@ from reverie.installing.connection import FORWARDED
 from schemas.kinds import HOOK_KINDS
 
 SERVER_NAME = "reverie"
+ON_PATH = "reverie"  # the project scope's commands: the console script, wherever PATH finds it
 # events whose hooks Claude Code matches against a tool name
 _TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest"})
 # Claude Code's own bound on a hook (seconds); reverie's watchdog ends it within 5 s anyway
@@ -38,24 +39,35 @@ HOOKED = tuple(event for event in HOOK_KINDS if event != "PreToolUse")
 
 
 def launcher_command(event: str, inline: Mapping[str, str] | None = None) -> str:
-    """The shell command a hook entry runs for `event`, with the variables `inline` set for it."""
+    """The shell command a hook entry runs for `event`, with the variables `inline` set for it:
+    this interpreter and this launcher, by their paths (the user and local scopes')."""
     launcher = os.path.join(os.path.dirname(os.path.abspath(ingest.__file__)), "launcher.py")
     return _command(os.path.abspath(sys.executable), launcher, event, inline or {})
 
 
 def _command(python: str, launcher: str, event: str, inline: Mapping[str, str]) -> str:
-    assigned = [f"{name}={shlex.quote(value)}" for name, value in inline.items()]
-    return " ".join([*assigned, shlex.quote(python), "-S", "-I", shlex.quote(launcher), event, "|| true"])
+    words = [shlex.quote(python), "-S", "-I", shlex.quote(launcher), event, "|| true"]
+    return " ".join([*_assigned(inline), *words])
 
 
-def mcp_server(inline: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """The stdio MCP server's entry, as `claude mcp add` writes one, with the variables `inline`."""
-    return {
-        "type": "stdio",
-        "command": os.path.abspath(sys.executable),
-        "args": ["-m", "reverie", "mcp"],
-        "env": dict(inline or {}),
-    }
+def path_command(event: str, inline: Mapping[str, str] | None = None) -> str:
+    """The hook command of the project scope, whose settings every checkout shares: `reverie
+    hook EVENT`, whichever reverie the shell finds on PATH (none: `|| true`, and nothing is
+    blocked), with the variables `inline` set for it."""
+    return " ".join([*_assigned(inline or {}), ON_PATH, "hook", event, "|| true"])
+
+
+def _assigned(inline: Mapping[str, str]) -> list[str]:
+    return [f"{name}={shlex.quote(value)}" for name, value in inline.items()]
+
+
+def mcp_server(inline: Mapping[str, str] | None = None, on_path: bool = False) -> dict[str, Any]:
+    """The stdio MCP server's entry, as `claude mcp add` writes one, with the variables `inline`:
+    this interpreter by its path, or (`on_path`, the project scope's) `reverie` found on PATH."""
+    if on_path:
+        return {"type": "stdio", "command": ON_PATH, "args": ["mcp"], "env": dict(inline or {})}
+    python = os.path.abspath(sys.executable)
+    return {"type": "stdio", "command": python, "args": ["-m", "reverie", "mcp"], "env": dict(inline or {})}
 
 
 def mcp_http_server(url: str, token: str, root: str | None = None) -> dict[str, Any]:
@@ -78,7 +90,7 @@ def is_ours(handler: object) -> bool:
         words = shlex.split(command)
     except ValueError:  # an unclosed quote: nothing reverie writes
         return False
-    return _is_launcher_command(command, words) or _is_hook_command(words)
+    return _is_launcher_command(command, words) or _is_hook_command(command, words)
 
 
 def _is_launcher_command(command: str, words: list[str]) -> bool:
@@ -100,9 +112,18 @@ def _is_launcher_command(command: str, words: list[str]) -> bool:
     )
 
 
-def _is_hook_command(words: list[str]) -> bool:
-    """Whether `words` are `[PATH/]reverie hook [EVENT]`, as earlier versions' README had users
-    write."""
+def _is_hook_command(command: str, words: list[str]) -> bool:
+    """Whether `command` (split into `words`) is what `path_command` writes for some event and
+    values, or `[PATH/]reverie hook [EVENT]` alone, as earlier versions' README had users write."""
+    if words[-2:] == ["||", "true"] and len(words) >= 5:
+        *assigned, program, hook, event = words[:-2]
+        inline = {name: value for name, _, value in (word.partition("=") for word in assigned)}
+        return (
+            (program, hook) == (ON_PATH, "hook")
+            and event.isalpha()
+            and all(name in FORWARDED for name in inline)
+            and path_command(event, inline) == command
+        )
     if len(words) not in (2, 3) or words[1] != "hook" or os.path.basename(words[0]) != "reverie":
         return False
     return len(words) == 2 or words[2].isalpha()
@@ -133,13 +154,18 @@ def without_hooks(settings: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def with_hooks(settings: dict[str, Any], inline: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """`settings` with one reverie hook entry per event it hooks (HOOKED), the user's kept as they are."""
+def with_hooks(
+    settings: dict[str, Any],
+    inline: Mapping[str, str] | None = None,
+    command: Callable[[str, Mapping[str, str] | None], str] = launcher_command,
+) -> dict[str, Any]:
+    """`settings` with one reverie hook entry per event it hooks (HOOKED), each running what
+    `command` writes for it, the user's kept as they are."""
     result = without_hooks(settings)
     hooks = dict(result.get("hooks") or {})
     for event in HOOKED:
         group: dict[str, Any] = {"matcher": "*"} if event in _TOOL_EVENTS else {}
-        handler = {"type": "command", "command": launcher_command(event, inline), "timeout": _HOOK_TIMEOUT_S}
+        handler = {"type": "command", "command": command(event, inline), "timeout": _HOOK_TIMEOUT_S}
         existing = hooks.get(event)
         hooks[event] = [*(existing if isinstance(existing, list) else []), {**group, "hooks": [handler]}]
     return {**result, "hooks": hooks}

@@ -22,7 +22,16 @@ from typing import Any
 
 from ingest.project import identify
 from reverie.installing.connection import connection_change, placement, without_connection
-from reverie.installing.entries import mcp_http_server, mcp_server, with_hooks, with_mcp, without_hooks
+from reverie.installing.entries import (
+    launcher_command,
+    mcp_http_server,
+    mcp_server,
+    path_command,
+    with_hooks,
+    with_mcp,
+    without_hooks,
+)
+from reverie.installing.jsontext import rewritten
 from reverie.installing.retention import changed_since, raised, with_retention, without_retention
 from reverie.installing.transaction import (
     BACKUP,
@@ -69,10 +78,6 @@ def parsed(path: str, data: bytes | None) -> dict[str, Any]:
     return value
 
 
-def _dumped(value: dict[str, Any]) -> bytes:
-    return (json.dumps(value, indent=2, ensure_ascii=False) + "\n").encode()
-
-
 def _change(
     path: str,
     edit: Callable[[dict[str, Any]], dict[str, Any]],
@@ -87,7 +92,8 @@ def _change(
     kept = None
     if keep_days is not None:
         after, kept = with_retention(after, keep_days), raised(found, keep_days)
-    return Change(path, before, before if after == found else _dumped(after), private=private, kept=kept)
+    written = before if after == found else rewritten(before, found, after)  # the user's formatting kept
+    return Change(path, before, written, private=private, kept=kept)
 
 
 def mcp_entry(
@@ -97,7 +103,8 @@ def mcp_entry(
     over HTTP (mcp_endpoint.served), its token in the entry's headers, for the user scope (each
     call's project asked of Claude Code) and the local one (the project's root in the URL); else
     `reverie mcp` on stdio. The project scope's file is everyone's, shared through git: no token
-    of one user's goes there, so it always gets the stdio entry."""
+    of one user's goes there, nor a path of this machine's, so it always gets the stdio entry
+    running the `reverie` each user's PATH finds."""
     from reverie.mcp_endpoint import served
 
     if scope != "project":
@@ -107,7 +114,7 @@ def mcp_entry(
             raise InstallError(str(e)) from None
         if found is not None:
             return mcp_http_server(found.url, found.token, project if scope == "local" else None), True
-    return mcp_server(inline), False
+    return mcp_server(inline, on_path=scope == "project"), False
 
 
 def plan_install(
@@ -127,8 +134,9 @@ def plan_install(
     user_file = files_for("user", home, project)[0]
     entry, private = mcp_entry(scope, project, placed.inline, env)
     hooked = keep_days if settings_file == user_file else None
+    command = path_command if scope == "project" else launcher_command  # the project's: every checkout's
     changes = [
-        _change(settings_file, lambda s: with_hooks(s, placed.inline), keep_days=hooked),
+        _change(settings_file, lambda s: with_hooks(s, placed.inline, command), keep_days=hooked),
         _change(mcp_file, lambda c: with_mcp(c, project if scope == "local" else None, entry), private),
     ]
     if keep_days is not None and hooked is None:

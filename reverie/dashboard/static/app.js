@@ -47,7 +47,7 @@ function healthRows(state) {
     ["projections", `snapshot ${ago(state.projections_published_at)}`, false],
     ["dispatchers", names(state.dispatchers, "consumer"), !(state.dispatchers || []).length],
     ["workers", names(state.workers, "name"), !(state.workers || []).length],
-    ["failed jobs", (state.failed_jobs || []).length, (state.failed_jobs || []).length > 0],
+    ["failed jobs", state.failed_jobs ?? "unknown (Redis does not answer)", (state.failed_jobs || 0) > 0],
   ];
 }
 
