@@ -12,8 +12,10 @@ from functools import partial
 from pathlib import Path
 
 import pytest
-from rq import Queue
-from rq.job import JobStatus
+import redis
+from rq import Queue, Worker
+from rq.job import Job, JobStatus
+from rq.registry import StartedJobRegistry
 
 from schemas import kinds
 from schemas.ids import new_event_id
@@ -26,7 +28,7 @@ from workers.supervisor import process_layout
 from workers.thinking import runner
 from workers.thinking.registry import named
 from workers.thinking.runner import Segment, enqueue
-from workers.thinking.schedule import CATCH_UP
+from workers.thinking.schedule import CATCH_UP, cron_name, scheduler
 
 pytestmark = pytest.mark.integration
 
@@ -261,6 +263,147 @@ def test_a_job_killed_on_every_try_is_shown_failed_and_retried_not_lost(
     assert "1 failed derivation queued again: 1 finished" in retried.stdout
     wait_for(lambda: _episodes(stack) == 1, timeout=60, what="the episode the model gave, archived")
     assert (llm.requests, stack_status(settings).failed_jobs) == (4, 0)
+    stack.stop()
+
+
+# A rule stated in each of two sessions of a project: the catch-up groups such wordings by
+# meaning, so it asks the recall service for their vectors (workers/dynamics/crystallize.py)
+RULES = ["always use pnpm for installs", "never commit to main directly"]
+CATCH_UP_OF_THINK = "catch-up (reverie think)"
+TRIES = 1 + len(runner.RETRY_AFTER_S)  # how often a job is tried, its worker killed or not
+
+
+def _rules_said(env: dict[str, str], stack: Stack) -> None:
+    """Two sessions of a project through the hooks, each stating one of RULES; awaited until
+    the projections hold them as the signals the catch-up reads."""
+    project = os.path.join(stack.settings.home, "app")
+    os.makedirs(project, exist_ok=True)
+    for n, rule in enumerate(RULES):
+        for event, extra in [
+            ("SessionStart", {"source": "startup"}),
+            ("UserPromptSubmit", {"prompt": rule}),
+            ("SessionEnd", {"reason": "exit"}),
+        ]:
+            body = {"hook_event_name": event, "session_id": f"rules-{n}", "cwd": project, **extra}
+            assert run_hook(json.dumps(body).encode(), env).returncode == 0
+    wait_for(lambda: _rules(stack) == len(RULES), timeout=120, what="the rules, as signals of the project")
+
+
+def _rules(stack: Stack) -> int:
+    [(count,)] = stack.query(
+        "SELECT count(DISTINCT s.text) FROM signals s JOIN sessions USING (session_id) "
+        "WHERE sessions.project IS NOT NULL AND s.signal = 'preference'"
+    )
+    return int(count)
+
+
+def _recall_service_stopped(stack: Stack) -> int:
+    """SIGSTOP the stack's recall service, and its pid: a job asking it for vectors waits for its
+    answer (a minute at most, then loads the model itself), so a catch-up stays under way."""
+    assert stack.process is not None
+    supervisor = stack.process.pid
+    [service] = wait_for(lambda: children(supervisor, "serve"), what="the recall service")
+    os.kill(service, signal.SIGSTOP)
+    return int(service)
+
+
+def _started(client: redis.Redis, description: str) -> Job | None:
+    """The job under way described so, once a worker runs it."""
+    registry = StartedJobRegistry(QUEUE, connection=client)
+    for job in Job.fetch_many(registry.get_job_ids(cleanup=False), connection=client):
+        if job is not None and job.description == description and _running(job):
+            return job
+    return None
+
+
+def _running(job: Job, killed: frozenset[str] = frozenset()) -> bool:
+    """Whether a worker runs `job`, other than those `killed` (their record says so a while)."""
+    job.refresh()  # type: ignore[no-untyped-call]
+    return job.get_status(refresh=False) == JobStatus.STARTED and job.worker_name not in killed
+
+
+def _kill_its_worker(job: Job) -> str:
+    """SIGKILL the RQ worker running `job` (its work horse and its scheduler die with it); its
+    name."""
+    job.refresh()  # type: ignore[no-untyped-call]
+    assert job.worker_name is not None
+    worker = Worker.find_by_key(Worker.redis_worker_namespace_prefix + job.worker_name, job.connection)
+    assert worker is not None and worker.pid is not None
+    os.kill(worker.pid, signal.SIGKILL)
+    return job.worker_name
+
+
+def _finished(job: Job) -> bool:
+    return job.get_status(refresh=True) == JobStatus.FINISHED
+
+
+def _kill_its_worker_on_each_try(job: Job, kills: int) -> None:
+    """Await `job` under way and SIGKILL its worker, on each of its first `kills` tries."""
+    killed: frozenset[str] = frozenset()
+    for tried in range(1, kills + 1):
+        wait_for(partial(_running, job, killed), timeout=90, what=f"try {tried} under way")
+        killed |= {_kill_its_worker(job)}
+
+
+@pytest.mark.parametrize("kills", [1, TRIES])
+def test_reverie_think_waits_for_a_job_whose_worker_was_killed_to_run_again(
+    env: dict[str, str], settings: Settings, kills: int
+) -> None:
+    stack = Stack(env, settings).start()
+    _rules_said(env, stack)
+    service = _recall_service_stopped(stack)
+    think = subprocess.Popen(
+        [str(BIN), "think", "all"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    client = connect(settings)
+    job: Job = wait_for(
+        lambda: _started(client, CATCH_UP_OF_THINK), timeout=120, what="the catch-up under way"
+    )
+    _kill_its_worker_on_each_try(job, kills)
+    os.kill(service, signal.SIGCONT)
+    if kills < TRIES:
+        wait_for(partial(_finished, job), timeout=60, what="the catch-up run again, to its end")
+        said, errors = think.communicate(timeout=300)
+        assert (think.returncode, "done" in said) == (0, True), errors
+        job.refresh()  # type: ignore[no-untyped-call]
+        assert job.retries_left == TRIES - 1 - kills  # each kill cost it one try, no more
+        assert stack_status(settings).failed_jobs == 0
+    else:  # killed on every try: it says so, and fails
+        _, errors = think.communicate(timeout=300)
+        assert think.returncode == 1
+        assert (
+            "catch-up failed on a worker: its worker died under it (killed, or out of memory), "
+            f"on the last of its {TRIES} tries" in " ".join(errors.split())
+        )
+    stack.stop()
+
+
+def _scheduled_catch_up(client: redis.Redis) -> Job:
+    """The catch-up, enqueued as RQ's cron scheduler does at its minute: with no Retry."""
+    [cron] = [c for c in scheduler(client).get_jobs() if c.name == cron_name("catch-up")]
+    return cron.enqueue(client)
+
+
+@pytest.mark.parametrize("kills", [1, TRIES])
+def test_a_scheduled_job_a_killed_worker_held_runs_again_three_times_at_most(
+    env: dict[str, str], settings: Settings, kills: int
+) -> None:
+    stack = Stack(env, settings).start()
+    _rules_said(env, stack)
+    service = _recall_service_stopped(stack)
+    client = connect(settings)
+    job = _scheduled_catch_up(client)
+    _kill_its_worker_on_each_try(job, kills)
+    os.kill(service, signal.SIGCONT)
+    if kills < TRIES:
+        wait_for(partial(_finished, job), timeout=60, what="the job run again, to its end")
+        job.refresh()  # type: ignore[no-untyped-call]
+        assert job.retries_left == TRIES - 1 - kills  # given the queue's tries; the kill cost one
+        assert stack_status(settings).failed_jobs == 0
+    else:  # killed on every try: failed, for the catch-up and `reverie status`
+        wait_for(lambda: job.get_status(refresh=True) == JobStatus.FAILED, timeout=60, what="the job failed")
+        failed = stack_status(settings).newest_failed_jobs
+        assert [(f.id, "AbandonedJobError" in f.error) for f in failed] == [(job.id, True)]
     stack.stop()
 
 

@@ -321,3 +321,24 @@ def test_a_batch_of_recalls_alone_sets_no_worker_thinking() -> None:
     dispatch(queue, "seg-2", [("r2", kinds.MEMORY_RETRIEVED, "s1"), ("p1", kinds.PROMPT_SUBMITTED, "s1")])
     [job] = queue.get_jobs()
     assert job.args == ("extract", Segment("seg-2", ["p1"]))
+
+
+def test_a_job_enqueued_without_tries_is_given_the_queues_and_one_with_tries_keeps_its_own() -> None:
+    """RQ's cron scheduler enqueues its jobs with no Retry: a worker gives one the queue's tries
+    as it starts it (workers/queue_worker.py), so a kill or an error leaves it two more, in Redis
+    where whoever hands it back reads them; a job with tries of its own keeps them."""
+    from rq import Queue, Retry
+    from rq.job import Job
+
+    from workers.abandoned import RETRY_AFTER_S, give_tries
+
+    queue = Queue(connection=fakeredis.FakeRedis())
+    scheduled = queue.enqueue(run, "communities")
+    own = queue.enqueue(run, "communities", retry=Retry(max=1, interval=[7]))
+    for job in (scheduled, own):
+        give_tries(job)
+    stored = Job.fetch_many([scheduled.id, own.id], connection=queue.connection)
+    assert [(job.retries_left, job.retry_intervals) for job in stored if job] == [
+        (len(RETRY_AFTER_S), RETRY_AFTER_S),
+        (1, [7]),
+    ]

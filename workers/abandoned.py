@@ -13,8 +13,16 @@ machine whose process is gone. `reclaim` hands their jobs to RQ's own path for a
 ones, now: a job with a try left is tried again after its pause, one without goes to the
 failed-job registry (which `reverie status` lists and the runner's catch-up retries), and frees
 the lock of a scheduler gone for good, for the next worker that asks.
+
+RQ tries a job again (an abandoned one, or one that raised, or whose work horse was killed)
+only if it was enqueued with a `Retry`, and RQ's cron scheduler gives its jobs none: a
+scheduled job whose worker was killed failed at once, for the hourly catch-up. Every job on
+reverie's queue emits the same events however often it runs, so each is tried three times: one
+enqueued without tries is given the queue's (`give_tries`) as a worker starts it
+(workers/queue_worker.py), before anything can end its first.
 """
 
+import json
 import os
 import socket
 import time
@@ -31,6 +39,8 @@ from rq.worker import Worker
 from workers.pids import ended
 
 log = structlog.get_logger("reverie.worker")
+
+RETRY_AFTER_S = [5, 30]  # a job on reverie's queue is tried again after these pauses
 
 _RECLAIMING = "reverie:reclaiming:{}"  # held while one worker reclaims: a job is retried once
 _RECLAIMING_S = 30
@@ -71,6 +81,18 @@ def _hand_back(queue: Queue) -> list[str]:
         log.warning("jobs.abandoned", jobs=found, handed_back="tried again, or failed if no try is left")
         registry.cleanup()
     return found
+
+
+def give_tries(job: Job) -> None:
+    """Have `job`, if it was enqueued without a `Retry`, tried again after each of RETRY_AFTER_S
+    as if it had been: here, and in the two fields RQ keeps them in (whoever hands it back
+    reads it again)."""
+    if job.retries_left is not None:
+        return
+    job.retries_left, job.retry_intervals = len(RETRY_AFTER_S), list(RETRY_AFTER_S)
+    job.connection.hset(
+        job.key, mapping={"retries_left": len(RETRY_AFTER_S), "retry_intervals": json.dumps(RETRY_AFTER_S)}
+    )
 
 
 def _worker_gone(client: redis.Redis, name: str) -> bool:

@@ -17,7 +17,9 @@ worker, so a worker killed outright leaves no process behind (Linux; elsewhere t
 they next find the worker gone). What it leaves in Redis, its job under way and its
 scheduler's lock, the next worker hands back as it starts, before it asks for that lock
 (workers/abandoned.py), and every worker looks again at each maintenance (MAINTENANCE_S):
-a job a killed worker held runs again within seconds of its replacement starting.
+a job a killed worker held is tried again 5 s after its replacement starts (30 s if that was
+its second try; killed on its third, it fails). So is one enqueued without a `Retry` (RQ's
+cron scheduler gives none): a worker gives it the queue's tries as it starts it.
 """
 
 import os
@@ -29,9 +31,10 @@ from typing import Any
 import redis
 import structlog
 from rq import Queue, Worker
+from rq.job import Job
 
 from schemas.settings import QUEUE, Settings
-from workers.abandoned import reclaim
+from workers.abandoned import give_tries, reclaim
 from workers.lifeline import every_fork_dies_with_its_parent
 from workers.redis_client import connect, is_up
 
@@ -66,8 +69,9 @@ class Absence:
 class _Worker(Worker):
     """RQ's worker, which also tells `stopped` when it is asked to stop; hands back what
     workers killed outright left, as it starts (before it asks for the scheduler's lock) and
-    at each maintenance; and leaves RQ's loop once Redis has been away for `absence`'s limit
-    (RQ would try again forever)."""
+    at each maintenance; gives a job enqueued without tries the queue's, as it starts it; and
+    leaves RQ's loop once Redis has been away for `absence`'s limit (RQ would try again
+    forever)."""
 
     max_connection_wait_time = 5.0  # RQ's pause between looks for a lost Redis, at most
     stopped: threading.Event
@@ -84,6 +88,10 @@ class _Worker(Worker):
     def run_maintenance_tasks(self) -> None:
         self._reclaim()
         super().run_maintenance_tasks()  # type: ignore[no-untyped-call]
+
+    def execute_job(self, job: Job, queue: Queue) -> None:
+        give_tries(job)  # before its work horse starts: whatever ends this try, others follow
+        super().execute_job(job, queue)
 
     def heartbeat(self, *args: Any, **kwargs: Any) -> None:
         try:

@@ -9,11 +9,13 @@ the batch ends (a `session.ended`, or a `session.idled`: workers/dynamics/idle.p
 A follower of requests is never queued: `ask` runs it where it was asked, emits what it derives
 to the stream (or the spool while the stack is down), and gives back its answer.
 
-A job that fails (or whose worker was killed under it) is tried again after 5 s and 30 s; one
-that failed three times stays in RQ's failed-job registry, which `reverie status` lists with its
-error, until the runner's catch-up (`retry_failed`: hourly, by the scheduler, or `reverie think
---retry-failed`) queues it again: a derivation is never dropped. Jobs read the segments where
-the dispatcher wrote them: every worker must share the stack's data directory.
+A job that fails (or whose worker was killed under it) is tried again after 5 s and 30 s: the
+dispatcher's and `reverie think`'s are enqueued with that `Retry`, the scheduler's (RQ's cron
+gives none) are given it as a worker starts them (workers/abandoned.py). One that failed three
+times stays in RQ's failed-job registry, which `reverie status` lists with its error, until the
+runner's catch-up (`retry_failed`: hourly, by the scheduler, or `reverie think --retry-failed`)
+queues it again: a derivation is never dropped. Jobs read the segments where the dispatcher
+wrote them: every worker must share the stack's data directory.
 """
 
 import os
@@ -35,13 +37,13 @@ from schemas.kinds import SESSION_ENDED, SESSION_IDLED, SESSION_STARTED, SOURCE_
 from schemas.registry import WORK_KINDS
 from schemas.settings import Settings
 from schemas.status import Quarantined
+from workers.abandoned import RETRY_AFTER_S as RETRY_AFTER_S  # the queue's, for every job
 from workers.logs import quarantine_logger
 from workers.thinking.follower import Batches, Derived, Follower, SessionEnds
 from workers.thinking.reading import Reading
 from workers.thinking.registry import named, registered
 
 log = structlog.get_logger("reverie.thinking")
-RETRY_AFTER_S = [5, 30]
 # what ends a session for its followers: it said so, or it went idle (workers/dynamics/idle.py)
 _ENDING = (SESSION_ENDED, SESSION_IDLED)
 
@@ -111,16 +113,21 @@ def _emitted(out: Emitter, derived: Iterable[Derived]) -> dict[str, int]:
 
 
 def enqueue(
-    queue: Queue, follower: Follower, cause: Cause = None, retry_after_s: Sequence[int] = RETRY_AFTER_S
+    queue: Queue,
+    follower: Follower,
+    cause: Cause = None,
+    retry_after_s: Sequence[int] = RETRY_AFTER_S,
+    description: str | None = None,
 ) -> Job:
-    """Have a worker run `follower` on `cause` (tried again after each of `retry_after_s`)."""
+    """Have a worker run `follower` on `cause` (tried again after each of `retry_after_s`), the
+    job described as `description` (by default, the follower and its cause)."""
     return queue.enqueue(
         run,
         follower.name,
         cause,
         retry=Retry(max=len(retry_after_s), interval=list(retry_after_s)),
         job_timeout=follower.timeout_s,
-        description=f"{follower.name} of {_said(cause)}",
+        description=description or f"{follower.name} of {_said(cause)}",
     )
 
 

@@ -11,7 +11,9 @@ schedulers (two stacks on one Redis) would enqueue each job twice; the jobs emit
 either way, which the dispatcher keeps once.
 
 The same scheduler runs the runner's catch-up (`runner.retry_failed_job`, named CATCH_UP) every
-hour: each derivation that failed every try is queued again.
+hour: each derivation that failed every try is queued again. RQ's cron enqueues its jobs with no
+`Retry`: a worker gives each the queue's tries as it starts it (workers/abandoned.py), so a
+scheduled job that fails, or whose worker is killed, is tried again like any other.
 
 What `reverie status` shows of them (their last and next runs, the last error) is read from what
 RQ keeps in Redis: the scheduler's registry and each job's history.
