@@ -19,16 +19,23 @@ from tests.support.settling import settled
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture
-def small_disk() -> Iterator[str]:
-    """A 50 MB tmpfs of our own (the tests run as root, as CI does)."""
+@contextlib.contextmanager
+def tmpfs(size: str) -> Iterator[str]:
+    """A tmpfs of our own of `size` (the tests run as root, as CI does), mounted while in use."""
     path = tempfile.mkdtemp(prefix="rv-disk-")
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=50m,mode=0700", "tmpfs", path], check=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", path], check=True)
     try:
         yield path
     finally:
         subprocess.run(["umount", "-l", path], check=False)
         os.rmdir(path)
+
+
+@pytest.fixture
+def small_disk() -> Iterator[str]:
+    """A 50 MB disk, which a file fills."""
+    with tmpfs("50m") as path:
+        yield path
 
 
 def fill(directory: str) -> str:
@@ -101,14 +108,9 @@ def test_a_full_disk_never_stops_the_stack(small_disk: str, env: dict[str, str])
 
 @pytest.fixture
 def tiny_disk() -> Iterator[str]:
-    """A 40 MB tmpfs of our own, which a stack and an import of the fixtures fill."""
-    path = tempfile.mkdtemp(prefix="rv-disk-")
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=40m,mode=0700", "tmpfs", path], check=True)
-    try:
+    """A 40 MB disk, which a stack and an import of the fixtures fill."""
+    with tmpfs("40m") as path:
         yield path
-    finally:
-        subprocess.run(["umount", "-l", path], check=False)
-        os.rmdir(path)
 
 
 def memory_held(stack: Stack) -> tuple[int, ...]:
