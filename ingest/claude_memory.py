@@ -26,7 +26,8 @@ after the reading before (a file restored to an older copy is newest all the sam
 follow from the file, its digest and that time: two runs over the same files and the same
 known readings plan the same events, so the dispatcher keeps one of each.
 
-Standard library and msgspec only; a file is read whole (they are a few KB), at most FILE_LIMIT.
+Standard library and msgspec only; a file is read whole (they are a few KB), at most FILE_LIMIT,
+and only a regular file is read (a FIFO named CLAUDE.md is passed over, never waited on).
 """
 
 import glob
@@ -41,6 +42,7 @@ import msgspec
 
 from ingest.claude_md import outside
 from ingest.project import project_key
+from schemas.disk.files import read_file
 from schemas.ids import derived_event_id
 from schemas.observed import ClaudeMemoryOrigin, ClaudeMemoryRead
 from schemas.text.markdown import headings
@@ -226,11 +228,10 @@ def readings(
     planned: list[Planned] = []
     for file in files:
         try:
-            with open(file.path, "rb") as f:
-                data = f.read(FILE_LIMIT)
-            modified = os.stat(file.path).st_mtime_ns // 1_000_000
-        except OSError:  # gone or unreadable since it was listed: read next time
+            data, stamp = read_file(file.path, FILE_LIMIT)
+        except OSError:  # gone, unreadable, or no regular file (a FIFO): read next time, if ever
             continue
+        modified = stamp.st_mtime_ns // 1_000_000
         said = digest(data)
         before = known.get(file.path)
         if before is not None and before.digest == said:

@@ -201,3 +201,15 @@ def test_a_session_start_imports_claude_codes_memory_which_recall_shows_and_the_
         what="the new CLAUDE.md recalled",
     )
     assert not [t for t in found("run pytest before pushing") if "pytest -q" in t]
+
+
+def test_a_memory_file_that_is_no_regular_file_is_passed_over_never_waited_on(tmp_path: Path) -> None:
+    place, user, environ = _files(tmp_path)
+    claude_md = Path(place.root) / "CLAUDE.md"
+    claude_md.unlink()
+    os.mkfifo(claude_md)  # opening it to read would wait for a writer forever
+    (Path(place.root) / "CLAUDE.local.md").symlink_to("/dev/zero")  # read, it would never end
+    planned = readings(place, {}, str(user), environ)
+    paths = {p.payload.path for p in planned}
+    assert str(claude_md) not in paths and str(Path(place.root) / "CLAUDE.local.md") not in paths
+    assert {p.payload.origin for p in planned} == {"rules", "user", "auto-memory"}

@@ -34,6 +34,27 @@ def write_durably(directory: str, name: str, data: bytes) -> str:
     return final
 
 
+class NotAFile(OSError):
+    """A path that names no regular file (a FIFO, a device, a folder): never read."""
+
+
+def read_file(path: str, limit: int) -> tuple[bytes, os.stat_result]:
+    """The first `limit` bytes of the regular file at `path`, and its stat; NotAFile for anything
+    else, checked before a byte is read (a FIFO opened without O_NONBLOCK would wait forever)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    try:
+        found = os.fstat(fd)
+        if not stat.S_ISREG(found.st_mode):
+            raise NotAFile(f"{path} is not a regular file")
+        chunks, size = [], 0
+        while size < limit and (chunk := os.read(fd, limit - size)):
+            chunks.append(chunk)
+            size += len(chunk)
+        return b"".join(chunks), found
+    finally:
+        os.close(fd)
+
+
 class NotPrivate(OSError):
     """A directory another user owns or can write: nothing of ours goes there."""
 
