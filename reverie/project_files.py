@@ -13,10 +13,11 @@ the user's.
 - **Written whole** (`rewrite`): a temp file beside it, fsync, rename, fsync the folder, with
   the old file's permissions (0644 for a new one). A file the user changes while reverie writes
   it (an append, an editor's save) is never lost: if it changed between the read and the
-  rename, it is read again and the text made again; if bytes reached the old file while it was
-  being replaced, they are carried into the new one; if the user changed both, the old file's
-  text is kept beside it (`*.reverie-conflict-<time>`, never over an earlier one) and the write
-  is refused.
+  rename, it is read again and the text made again; once the new file is in place, a writer that
+  opened the old one before (an `echo >>` under way) is waited for (on Linux, through /proc, 5 s
+  at most), and what it appended there is carried into the new file, before what was appended
+  there since; if the old file was changed otherwise, its text is kept beside it
+  (`*.reverie-conflict-<time>`, never over an earlier one) and the write is refused.
 """
 
 import contextlib
@@ -102,46 +103,108 @@ def _read(fd: int, path: str) -> str:
     return b"".join(chunks).decode("utf-8")
 
 
-def _stamp(fd: int) -> tuple[int, int, int, int]:
+def _stamp(fd: int) -> tuple[int, int, int]:
+    """What changes when a file's bytes do (not its ctime: replacing the file unlinks it, which
+    changes that)."""
     found = os.fstat(fd)
-    return found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns
+    return found.st_ino, found.st_size, found.st_mtime_ns
 
 
 def rewrite(found: Target, make: Callable[[str], str]) -> bool:
     """Write `make(the file's text)` in its place, whole, unless it is that already; whether it
     wrote. What the user writes meanwhile is kept (see the module's docstring); Refused when the
-    file kept changing, or changed on both sides of the rename."""
-    with _opened(found) as fd:
-        if fd is None:
+    file kept changing, or was changed on both sides of the rename other than by appending."""
+    with _opened(found) as first:
+        if first is None:
             return _create(found, make(""))
-        seen, text = _stamp(fd), _read(fd, found.path)
-        ours: os.stat_result | None = None  # the file this call put in its place
+        fd, seen = os.dup(first), _stamp(first)
+    source = _read(fd, found.path)  # the file as read
+    written, late = "", ""  # what this call put in its place; what reached a file it replaced
+    try:
         for _ in range(_TRIES):
+            text = _merged(source, written, late)
             after = make(text)
-            if after == text and ours is None:
+            if after == text and not written:
                 return False
             temp = _temp(found, after)
-            if _stamp(fd) != seen or (ours is not None and not _same(os.stat(found.real), ours)):
-                os.unlink(temp)  # changed while it was made
-                if ours is not None:
-                    break
-                seen, text = _stamp(fd), _read(fd, found.path)
+            if _stamp(fd) != seen:  # changed while it was made: read it again
+                os.unlink(temp)
+                source, seen = _read(fd, found.path), _stamp(fd)
                 continue
             os.replace(temp, found.real)
-            ours = os.stat(found.real)
-            sync_directory(os.path.dirname(found.real))  # a write that was under way lands meanwhile
-            if _stamp(fd) == seen:
+            replaced, fd = fd, os.open(found.real, os.O_RDONLY | os.O_CLOEXEC)
+            sync_directory(os.path.dirname(found.real))
+            _wait_for_writers(replaced)
+            changed, seen = _stamp(replaced) != seen, _stamp(fd)
+            old = _read(replaced, found.path)
+            os.close(replaced)
+            if not changed:
                 return True
-            seen, text = _stamp(fd), _read(fd, found.path)  # it reached the old file: carry it over
-        if ours is None:
-            raise Refused(
-                f"{found.path} kept changing while reverie wrote it: left as it is; run the command again"
-            )
-        kept = _keep_aside(found, _read(fd, found.path))
-    raise Refused(
-        f"{found.path} changed while reverie wrote it, on both sides: the text it had is kept in {kept}, "
-        "merge what you added there and run the command again"
-    )
+            if not old.startswith(source):  # its writer did more than append: nothing to merge
+                raise _Diverged(old)
+            # it reached the file replaced: carried over, after what was put in its place
+            late, written, source = old[len(source) :], after, _read(fd, found.path)
+        raise Refused(f"{found.path} kept changing while reverie wrote it; run the command again")
+    except _Diverged as diverged:
+        kept = _keep_aside(found, diverged.text)
+        raise Refused(
+            f"{found.path} changed while reverie wrote it, on both sides: the text it had is kept in "
+            f"{kept}, merge what you added there and run the command again"
+        ) from None
+    finally:
+        os.close(fd)
+
+
+class _Diverged(Exception):
+    """The file was changed on both sides of its replacement, not only appended to."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+def _merged(current: str, written: str, late: str) -> str:
+    """The text the file holds once what was appended to the file it replaced (`late`) is put
+    back: after what this call wrote there (`written`), before what was appended since."""
+    if not late:
+        return current
+    if not current.startswith(written):
+        raise _Diverged(written + late)
+    return written + late + current[len(written) :]
+
+
+def _wait_for_writers(fd: int, within_s: float = 5.0) -> None:
+    """Wait (at most `within_s`) until no other process holds the file of `fd` open for
+    writing: a writer that opened it before it was replaced, and writes after, writes into it,
+    not into the file now in its place (Linux's /proc tells; elsewhere, nothing is waited for)."""
+    found = os.fstat(fd)
+    deadline = time.monotonic() + within_s
+    while _held_for_writing(found.st_dev, found.st_ino) and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+def _held_for_writing(device: int, inode: int) -> bool:
+    """Whether another process holds the file (`device`, `inode`) open for writing."""
+    try:
+        pids = [name for name in os.listdir("/proc") if name.isdigit() and int(name) != os.getpid()]
+    except OSError:
+        return False
+    for pid in pids:
+        try:
+            numbers = os.listdir(f"/proc/{pid}/fd")
+        except OSError:  # gone, or not ours to look at
+            continue
+        for number in numbers:
+            try:
+                held = os.stat(f"/proc/{pid}/fd/{number}")
+                if (held.st_dev, held.st_ino) != (device, inode):
+                    continue
+                with open(f"/proc/{pid}/fdinfo/{number}") as info:
+                    flags = next(int(line.split()[1], 8) for line in info if line.startswith("flags:"))
+            except (OSError, StopIteration, ValueError):
+                continue
+            if flags & (os.O_WRONLY | os.O_RDWR):
+                return True
+    return False
 
 
 def _keep_aside(found: Target, text: str) -> str:
@@ -155,10 +218,6 @@ def _keep_aside(found: Target, text: str) -> str:
             continue
         os.unlink(temp)
         return kept
-
-
-def _same(now: os.stat_result, then: os.stat_result) -> bool:
-    return (now.st_ino, now.st_size, now.st_mtime_ns) == (then.st_ino, then.st_size, then.st_mtime_ns)
 
 
 def _create(found: Target, text: str) -> bool:

@@ -155,46 +155,55 @@ def test_a_user_appending_while_claude_md_is_rewritten_loses_no_line(tmp_path: P
     assert not list(tmp_path.glob("*.tmp")) and not list(tmp_path.glob(".*.tmp"))
 
 
-def _while_replaced(monkeypatch: pytest.MonkeyPatch, claude_md: Path, *, new_side: bool) -> None:
-    """Have the user's editor, which holds the old CLAUDE.md open, save into it just as reverie
-    puts the new one in its place (and, `new_side`, save into the new one too)."""
-    editor = open(claude_md, "a")
+def _while_replaced(
+    monkeypatch: pytest.MonkeyPatch, claude_md: Path, old_side: str, new_side: str = ""
+) -> None:
+    """Have the user's editor, which holds the old CLAUDE.md open, write `old_side` into it (an
+    append, or, ending in "!", over its text) just as reverie puts the new one in its place, and
+    `new_side`, if any, append to the new one."""
+    editor = open(claude_md, "r+")
     synced = sync_directory
 
     def saving(folder: str) -> None:
         if not editor.closed:
-            editor.write("old side\n")
+            editor.seek(0, 0 if old_side.endswith("!\n") else 2)
+            editor.write(old_side)
             editor.close()
             if new_side:
                 with open(claude_md, "a") as f:
-                    f.write("new side\n")
+                    f.write(new_side)
         synced(folder)
 
     monkeypatch.setattr(project_files, "sync_directory", saving)
 
 
-def test_bytes_saved_into_the_file_being_replaced_are_carried_into_the_new_one(
+def _memory(text: str) -> str:
+    return splice(text, "- memory\n")
+
+
+def test_bytes_appended_to_the_file_being_replaced_are_carried_into_the_new_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     claude_md = tmp_path / "CLAUDE.md"
     claude_md.write_text("# Mine\n")
-    _while_replaced(monkeypatch, claude_md, new_side=False)
-    assert rewrite(target(str(claude_md), str(tmp_path)), lambda text: splice(text, "- memory\n"))
+    _while_replaced(monkeypatch, claude_md, "old side\n", "new side\n")
+    assert rewrite(target(str(claude_md), str(tmp_path)), _memory)
     text = claude_md.read_text()
-    assert text.startswith("# Mine\nold side\n") and "- memory\n" in text
+    assert text.startswith("# Mine\n") and "- memory\n" in text
+    assert text.endswith(f"{END}\nold side\nnew side\n")  # in the order they were written
     assert not list(tmp_path.glob("CLAUDE.md.reverie-conflict-*"))
 
 
-def test_a_file_changed_on_both_sides_of_its_replacement_is_kept_beside_it(
+def test_a_file_rewritten_while_it_was_replaced_is_kept_beside_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     claude_md = tmp_path / "CLAUDE.md"
     claude_md.write_text("# Mine\n")
-    _while_replaced(monkeypatch, claude_md, new_side=True)
+    _while_replaced(monkeypatch, claude_md, "# Yours!\n", "new side\n")  # over its text: no append
     with pytest.raises(Refused, match="changed while reverie wrote it"):
-        rewrite(target(str(claude_md), str(tmp_path)), lambda text: splice(text, "- memory\n"))
+        rewrite(target(str(claude_md), str(tmp_path)), _memory)
     [aside] = tmp_path.glob("CLAUDE.md.reverie-conflict-*")
-    assert aside.read_text() == "# Mine\nold side\n"
+    assert aside.read_text() == "# Yours!\n"
     assert claude_md.read_text().endswith("new side\n")  # both saves kept
 
 
