@@ -315,7 +315,7 @@ def test_the_readmes_first_commands_keep_the_demo_apart_from_your_memory() -> No
     unset = ("REVERIE_HOME", "REDIS_URL", "XDG_DATA_HOME", "CLAUDE_PROJECT_DIR")
     env = {k: v for k, v in os.environ.items() if k not in unset} | {"HOME": str(home)}
     # then what memory the user has, with the demo's REVERIE_HOME unset as the README says
-    mine = '.venv/bin/reverie sql "select count(*) from events" --csv'
+    mine = '.venv/bin/reverie sql "select count(*) from events" --csv 2>&1 || echo "exit $?"'
     script = f"set -e\n{readme_run_it()}\necho mine:\n{mine}\n"
     try:
         done = subprocess.run(
@@ -323,8 +323,9 @@ def test_the_readmes_first_commands_keep_the_demo_apart_from_your_memory() -> No
         )
         assert done.returncode == 0, done.stdout + done.stderr
         assert "reverie is up" in done.stdout and "reverie stopped" in done.stdout
-        assert done.stdout.split("mine:\n", 1)[1] == "count_star()\n0\n"  # nothing of the demo
-        assert not (home / ".local" / "share" / "reverie" / "events").exists()
+        said = done.stdout.split("mine:\n", 1)[1]  # nothing of the demo: no memory there at all
+        assert said.startswith("error: no memory in ") and said.endswith("exit 1\n"), said
+        assert not (home / ".local" / "share" / "reverie").exists()
         demo = {**env, "REVERIE_HOME": str(checkout / ".demo")}
         counted = subprocess.run(
             [str(BIN), "sql", "select count(distinct session_id) from events", "--csv"],
