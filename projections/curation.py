@@ -234,18 +234,11 @@ def section(db: duckdb.DuckDBPyConnection, project: str) -> Section:
     waiting = _waiting("facts", chosen) + _waiting("preferences", preferred)
     waiting += _waiting("episodes", [c for _, c in episodes])
     rows = {row[6]: row for row in told}
-    preference_lines = [
-        line
-        for line in told_preferences([rows[c.memory_id] for c in _entering(preferred)], limit=PREFERENCES)
-    ]
-    written_preferences = _inert(preference_lines)
-    written_episodes = _inert(f"{_day(since)} {c.text}" for since, c in episodes if _enters(c))
-    facts = _unique(_inert(c.text for c in _entering(chosen)))
-    unwritable = sum(len(lines) - len(written) for lines, written in (
-        (preference_lines, written_preferences),
-        ([c for _, c in episodes if _enters(c)], written_episodes),
-        (_unique(c.text for c in _entering(chosen)), facts),
-    ))  # fmt: skip
+    told_lines = told_preferences([rows[c.memory_id] for c in _entering(preferred)], limit=PREFERENCES)
+    written_preferences, lost = _written(told_lines)
+    written_episodes, more = _written(f"{_day(since)} {c.text}" for since, c in episodes if _enters(c))
+    facts, most = _written(_unique(c.text for c in _entering(chosen)))
+    facts, unwritable = _unique(facts), lost + more + most
     offered = [Offered(*row) for row in db.execute(_OFFERED, given).fetchall()]
     frame = len(render(Section(project, [], written_preferences, written_episodes)).splitlines()) - 1
     room = max(0, LINES - frame)
@@ -315,9 +308,10 @@ def _items(items: list[str]) -> list[str]:
     return [f"- {item}" for item in items] or ["(none yet)"]
 
 
-def _inert(texts: Iterable[str]) -> list[str]:
-    """Each text as its inert line; those that cannot be one left out."""
-    return [line for text in texts if (line := inert(text)) is not None]
+def _written(texts: Iterable[str]) -> tuple[list[str], int]:
+    """Each text as its inert line, and how many could be none (left out)."""
+    lines = [inert(text) for text in texts]
+    return [line for line in lines if line is not None], lines.count(None)
 
 
 def _unique(texts: Iterable[str]) -> list[str]:

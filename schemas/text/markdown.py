@@ -23,6 +23,8 @@ import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
+from schemas.text.fence import BIDI_CONTROLS
+
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
     from markdown_it.token import Token
@@ -169,16 +171,13 @@ def inert(text: str) -> str | None:
     return written if len(written) <= LONGEST and is_inert(written) else None
 
 
-_BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
-
-
 def _visible(text: str) -> str:
     """`text` without the controls that would hide or reorder what follows them: bidirectional
     overrides and isolates, and other control characters (a tab or a break is a space)."""
     return "".join(
         " " if char in "\t\n\r\x0b\x0c" else char
         for char in text
-        if char not in _BIDI and (char >= " " or char in "\t\n\r\x0b\x0c") and char != "\x7f"
+        if char not in BIDI_CONTROLS and (char >= " " or char in "\t\n\r\x0b\x0c") and char != "\x7f"
     )
 
 
