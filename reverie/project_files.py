@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
-from schemas.disk.files import sync_directory
+from schemas.disk.files import NotAFile, open_file, read_at_most, sync_directory, write_fully
 
 FILE_LIMIT = 1 << 20  # bytes: CLAUDE.md and its kin are a few KB
 NEW_FILE_MODE = 0o644  # CLAUDE.md and .claude/ are the repository's, for git and the team
@@ -81,26 +81,23 @@ def read_text(found: Target) -> str:
 @contextlib.contextmanager
 def _opened(found: Target) -> Iterator[int | None]:
     try:
-        fd = os.open(found.real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+        fd = open_file(found.real)
     except FileNotFoundError:
         yield None
         return
+    except NotAFile:
+        raise Refused(f"{found.path} is not a regular file: left alone") from None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise Refused(f"{found.path} is not a regular file: left alone")
         yield fd
     finally:
         os.close(fd)
 
 
 def _read(fd: int, path: str) -> str:
-    chunks, size = [], 0
-    while chunk := os.pread(fd, FILE_LIMIT + 1 - size, size):
-        chunks.append(chunk)
-        size += len(chunk)
-        if size > FILE_LIMIT:
-            raise Refused(f"{path} is larger than {FILE_LIMIT // 1024} KB: not read, left alone")
-    return b"".join(chunks).decode("utf-8")
+    data = read_at_most(fd, FILE_LIMIT + 1)
+    if len(data) > FILE_LIMIT:
+        raise Refused(f"{path} is larger than {FILE_LIMIT // 1024} KB: not read, left alone")
+    return data.decode("utf-8")
 
 
 def _stamp(fd: int) -> tuple[int, int, int]:
@@ -240,9 +237,7 @@ def _temp(found: Target, text: str, suffix: str = ".tmp") -> str:
     temp = os.path.join(folder, f".{os.path.basename(found.real)}.{os.getpid()}{suffix}")
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
     try:
-        view = memoryview(text.encode("utf-8"))
-        while view:
-            view = view[os.write(fd, view) :]
+        write_fully(fd, text.encode("utf-8"))
         os.fchmod(fd, NEW_FILE_MODE if found.mode is None else found.mode)
         os.fsync(fd)
     except BaseException:

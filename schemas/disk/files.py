@@ -20,9 +20,7 @@ def write_durably(directory: str, name: str, data: bytes) -> str:
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
+            write_fully(fd, data)
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -38,19 +36,38 @@ class NotAFile(OSError):
     """A path that names no regular file (a FIFO, a device, a folder): never read."""
 
 
+def write_fully(fd: int, data: bytes) -> None:
+    """Write every byte of `data` to `fd` (a write may take fewer)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def open_file(path: str) -> int:
+    """`path` opened to read, without blocking; NotAFile, the descriptor closed, if it is no
+    regular file (a FIFO opened without O_NONBLOCK would wait forever for a writer)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise NotAFile(f"{path} is not a regular file")
+    return fd
+
+
+def read_at_most(fd: int, limit: int) -> bytes:
+    """The first `limit` bytes of the file open at `fd`, from its start, wherever `fd` stands."""
+    chunks, size = [], 0
+    while size < limit and (chunk := os.pread(fd, limit - size, size)):
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
+
+
 def read_file(path: str, limit: int) -> tuple[bytes, os.stat_result]:
     """The first `limit` bytes of the regular file at `path`, and its stat; NotAFile for anything
-    else, checked before a byte is read (a FIFO opened without O_NONBLOCK would wait forever)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    else, checked before a byte is read."""
+    fd = open_file(path)
     try:
-        found = os.fstat(fd)
-        if not stat.S_ISREG(found.st_mode):
-            raise NotAFile(f"{path} is not a regular file")
-        chunks, size = [], 0
-        while size < limit and (chunk := os.read(fd, limit - size)):
-            chunks.append(chunk)
-            size += len(chunk)
-        return b"".join(chunks), found
+        return read_at_most(fd, limit), os.fstat(fd)
     finally:
         os.close(fd)
 
