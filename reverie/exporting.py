@@ -330,23 +330,17 @@ def _taken(
         return None
     if missing := [cause for cause in event.caused_by if cause not in known]:
         raise Rejected(f"{event.kind} names causes neither the log nor the file holds: {', '.join(missing)}")
-    if treated == "decision" or _everywhere(event):
-        done.decisions.append(Decision(number, event.id, decided(event)))
+    said = payload_of(event)
+    if treated == "decision" or getattr(said, "scope", "project") == "global":  # global: the user's choice
+        done.decisions.append(Decision(number, event.id, decided(event, said)))
         if not with_decisions:
             done.held_back += 1
             return None
     return event
 
 
-def _everywhere(event: Event) -> bool:
-    """Whether `event` makes a memory for every project (scope global): the user's choice."""
-    said = payload_of(event)
-    return getattr(said, "scope", "project") == "global"
-
-
-def decided(event: Event) -> str:
-    """What a decision event decides, in words."""
-    said = payload_of(event)
+def decided(event: Event, said: msgspec.Struct) -> str:
+    """What a decision event decides (`said`: its payload), in words."""
     match said:
         case MemoryRemembered(text=text, scope=scope, agent=agent):
             whose = f" for {agent} subagents" if agent else ""
