@@ -3,7 +3,8 @@
 A transcript line becomes the event the matching hook would have recorded: a user's words
 become `prompt.submitted` (a subagent's turns written inline, `isSidechain`, are the
 `sidechain` agent's, not the user's), a tool call with its result `tool.used` (or `tool.failed`), the
-last words of an assistant turn `assistant.stopped`, a compaction boundary
+last words of an assistant turn `assistant.stopped` and its words before them `assistant.said`
+(which no hook reports: workers/transcripts.py reads them for a live session), a compaction boundary
 `compaction.finished`, and a subagent's transcript is framed by `subagent.started` and
 `subagent.stopped`. Ids derive from the transcript's own line ids, so importing the same
 file twice yields the same events, and the dispatcher keeps each once. (A session the hooks
@@ -154,16 +155,24 @@ class _Transcript:
             return
         blocks = _blocks(message)
         if kind == "assistant":
-            self.assistant(blocks, timestamp, uuid)
+            yield from self.assistant(blocks, timestamp, uuid)
         elif kind == "user":
             yield from self.user(d, blocks, timestamp, uuid)
 
-    def assistant(self, blocks: list[dict[str, Any]], timestamp: str, uuid: str) -> None:
+    def assistant(self, blocks: list[dict[str, Any]], timestamp: str, uuid: str) -> Iterator[ImportedEvent]:
         for block in blocks:
             if block.get("type") == "tool_use" and isinstance(block.get("id"), str):
                 self.tool_calls[block["id"]] = block
         if text := _text(blocks):
+            yield from self.said()
             self.last_words = (timestamp, uuid, text, self.number, self.sidechain)
+
+    def said(self) -> Iterator[ImportedEvent]:
+        """The words written so far in this turn, which newer words follow: said mid-turn."""
+        if self.last_words is not None:
+            timestamp, uuid, text, line, sidechain = self.last_words
+            self.last_words = None
+            yield self.event(kinds.ASSISTANT_SAID, timestamp, uuid, line, sidechain, text=text)
 
     def user(
         self, d: dict[str, Any], blocks: list[dict[str, Any]], timestamp: str, uuid: str

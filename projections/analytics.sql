@@ -64,7 +64,19 @@ FROM entities e JOIN opinions o ON o.subject = e.entity_id;
 -- Every memory with something to say: what recall ranks, and what the embedder embeds.
 -- project: where it holds (NULL: everywhere); origin: the project it was made in, global or not.
 CREATE VIEW memory_texts AS
-WITH conversation AS (
+-- the passages that hold now: a file's passages of its newest version seen whole, and an edit's
+-- until the file is seen whole after it; every other passage
+WITH newest_files AS (
+    SELECT project, key, arg_max(version, seen_last) AS version, max(seen_last) AS seen_last
+    FROM file_versions GROUP BY ALL
+),
+passages_current AS (
+    SELECT p.* FROM passages p
+    LEFT JOIN newest_files n ON coalesce(n.project, chr(0)) = coalesce(p.project, chr(0))
+        AND n.key = CASE WHEN p.key LIKE 'edit:%' THEN 'file:' || substr(p.key, 6) ELSE p.key END
+    WHERE n.key IS NULL OR p.version = n.version OR (p.key LIKE 'edit:%' AND p.seen_last > n.seen_last)
+),
+conversation AS (
     -- a prompt is the user's; one to a subagent is the agent's task for it (Claude Code's own
     -- texts in the user's turn are never in `prompts`: the fold keeps them in harness_messages)
     SELECT event_id AS memory_id, CASE WHEN agent = 'main' THEN 'prompt' ELSE 'task' END AS kind, project,
@@ -132,6 +144,12 @@ memories AS (
         WINDOW file AS (PARTITION BY CASE WHEN scope = 'global' THEN NULL ELSE project END, path)
     )
     WHERE text <> '' AND coalesce(ts = newest AND digest = newest_digest, ts IS NULL)
+    UNION ALL
+    -- what the session's tools showed (kind 'passage') and what the agent said mid-turn ('said'),
+    -- as of when last shown
+    SELECT passage_id, CASE action WHEN 'said' THEN 'said' ELSE 'passage' END, project, session_id, seen_last,
+        text, project
+    FROM passages_current
 )
 SELECT * FROM memories m
 WHERE regexp_matches(text, '\S')

@@ -36,12 +36,17 @@ from schemas.settings import Settings
 ANALYTICS_SQL = (Path(__file__).parent / "analytics.sql").read_text()
 
 # The events behind each memory of `$ids` (a list): a derived one's newest event (`updated_by`),
-# else the memory itself, the observed event that recorded it; one row per event.
-_DERIVED_MEMORIES = [table for table in MEMORY_TABLES.values() if table.derived]
+# else the memory itself, the observed event that recorded it; one row per event
+# (a passage: the event that first showed it)
+_BEHIND = {
+    table: f"{table.name}.updated_by" if table.derived else f"{table.name}.{table.first_event}"
+    for table in MEMORY_TABLES.values()
+    if table.derived or table.first_event
+}
 EVENTS_BEHIND = f"""
-SELECT DISTINCT coalesce({", ".join(f"{t.name}.updated_by" for t in _DERIVED_MEMORIES)}, m.memory_id)
+SELECT DISTINCT coalesce({", ".join(_BEHIND.values())}, m.memory_id)
 FROM (SELECT unnest($ids::VARCHAR[]) AS memory_id) m
-{" ".join(f"LEFT JOIN {t.name} ON {t.name}.{t.id} = m.memory_id" for t in _DERIVED_MEMORIES)}
+{" ".join(f"LEFT JOIN {t.name} ON {t.name}.{t.id} = m.memory_id" for t in _BEHIND)}
 ORDER BY 1
 """
 

@@ -18,20 +18,23 @@ that is not the file it published (see projections/projector.py).
 
 import contextlib
 import hashlib
+import inspect
 import os
 import shutil
 from typing import TextIO
 
 import duckdb
 
-from projections.folds import FOLDS, MAPPING, SCHEMA
+from projections.folds import FOLDS, FUNCTION_MODULES, FUNCTIONS, MAPPING, SCHEMA
 from schemas.disk.files import lock_directory, sync_directory
 from schemas.ids import new_event_id
 
-# Any change to the tables or to how events fold into them makes another version: a store of
-# another version is rebuilt from the log.
+# Any change to the tables or to how events fold into them (their SQL, and the source of the
+# modules that hold the Python functions they call) makes another version: a store of another
+# version is rebuilt from the log.
+_FUNCTION_SOURCES = [inspect.getsource(module) for module in FUNCTION_MODULES]
 SCHEMA_VERSION = hashlib.blake2b(
-    "\n".join([SCHEMA, *MAPPING, *(sql for _, sql in FOLDS)]).encode(), digest_size=8
+    "\n".join([SCHEMA, *MAPPING, *(sql for _, sql in FOLDS), *_FUNCTION_SOURCES]).encode(), digest_size=8
 ).hexdigest()
 DATABASE = "memory.duckdb"
 SNAPSHOT = "snapshot.duckdb"
@@ -49,6 +52,8 @@ class Store:
     def connect(self) -> duckdb.DuckDBPyConnection:
         """The writer's connection; creates the tables in a new store."""
         db = duckdb.connect(self.database)
+        for name, (function, parameters, result) in FUNCTIONS.items():
+            db.create_function(name, function, parameters, result, side_effects=False)  # type: ignore[arg-type]
         if not db.execute("SELECT 1 FROM duckdb_tables() WHERE table_name = 'meta'").fetchall():
             db.execute("BEGIN")
             db.execute(SCHEMA)

@@ -8,6 +8,8 @@ TOOL_USED = "tool.used"
 TOOL_FAILED = "tool.failed"
 PERMISSION_REQUESTED = "permission.requested"
 ASSISTANT_STOPPED = "assistant.stopped"
+# a text block the agent wrote before its turn's last words, read from its transcript
+ASSISTANT_SAID = "assistant.said"
 SUBAGENT_STARTED = "subagent.started"
 SUBAGENT_STOPPED = "subagent.stopped"
 COMPACTION_STARTED = "compaction.started"

@@ -64,6 +64,12 @@ class AssistantStopped(HookPayload, kw_only=True):
     last_assistant_message: str | None = None
 
 
+class AssistantSaid(HookPayload, kw_only=True):
+    """What the agent (or a subagent) wrote mid-turn, as its transcript holds it: one text block."""
+
+    text: str | None = None
+
+
 class SubagentStarted(HookPayload, kw_only=True):
     pass
 

@@ -68,6 +68,7 @@ KINDS: dict[str, Kind] = {
         _observed(kinds.SESSION_ENDED, observed.SessionEnded, "sessions"),
         _observed(kinds.PROMPT_SUBMITTED, observed.PromptSubmitted, "sessions"),
         _observed(kinds.ASSISTANT_STOPPED, observed.AssistantStopped, "sessions"),
+        _observed(kinds.ASSISTANT_SAID, observed.AssistantSaid, "tools"),
         _observed(kinds.SUBAGENT_STARTED, observed.SubagentStarted, "sessions"),
         _observed(kinds.SUBAGENT_STOPPED, observed.SubagentStopped, "sessions"),
         _observed(kinds.COMPACTION_STARTED, observed.CompactionStarted, "sessions"),
@@ -129,6 +130,9 @@ class MemoryTable(msgspec.Struct, frozen=True):
     text: str  # what says it (an episode's title, its summary following; a prompt's words, cleaned)
     scope: str | None  # where it holds: its project, or everywhere ('global'); None: its project
     made_by: tuple[str, ...]  # the kinds whose events make its rows
+    # an observed table whose rows are not each one event (a passage, however often it was shown):
+    # the column naming the event that first recorded each
+    first_event: str | None = None
 
     @property
     def derived(self) -> bool:
@@ -162,6 +166,14 @@ MEMORY_TABLES: dict[str, MemoryTable] = {
         ),
         _memories("preferences", "preference_id", "statement", "scope", kinds.PREFERENCE_CRYSTALLIZED),
         _memories("claude_memories", "event_id", "text", "scope", kinds.CLAUDE_MEMORY_READ),
+        MemoryTable(
+            "passages",
+            "passage_id",
+            "text",
+            None,
+            (kinds.TOOL_USED, kinds.TOOL_FAILED, kinds.ASSISTANT_SAID),
+            "event_id",
+        ),
     )
 }
 

@@ -183,3 +183,36 @@ def test_a_subagents_turns_written_inline_are_the_sidechains_not_the_users(tmp_p
     assert [
         d for d in derive([imported_event(e) for e in imported(str(path))]) if d.kind == kinds.FACT_ASSERTED
     ] == []
+
+
+def test_what_the_agent_writes_before_its_last_words_is_said_mid_turn(tmp_path: Path) -> None:
+    def line(n: int, role: str, content: object) -> str:
+        return json.dumps({
+            "type": role, "uuid": f"u{n}", "timestamp": f"2025-09-01T10:00:0{n}Z", "sessionId": "s",
+            "cwd": "/home/u/shop", "message": {"role": role, "content": content},
+        })  # fmt: skip
+
+    call = {
+        "type": "tool_use",
+        "id": "t1",
+        "name": "Read",
+        "input": {"file_path": "/home/u/shop/package.json"},
+    }
+    path = tmp_path / "s.jsonl"
+    path.write_text("\n".join([
+        line(1, "user", "Which test runner do we use?"),
+        line(2, "assistant", [{"type": "text", "text": "Let me look at package.json."}, call]),
+        line(3, "user", [{"type": "tool_result", "tool_use_id": "t1", "content": '"test": "vitest run"'}]),
+        line(4, "assistant", "The project uses Vitest (`vitest run`)."),
+        line(5, "assistant", "Anything else?"),
+        line(6, "user", "No, thanks"),
+    ]) + "\n")  # fmt: skip
+    said = [
+        (e.kind, e.payload.get("text") or e.payload.get("last_assistant_message"))
+        for e in imported(str(path))
+    ]
+    assert [s for s in said if s[0] in (kinds.ASSISTANT_SAID, kinds.ASSISTANT_STOPPED)] == [
+        (kinds.ASSISTANT_SAID, "Let me look at package.json."),
+        (kinds.ASSISTANT_SAID, "The project uses Vitest (`vitest run`)."),
+        (kinds.ASSISTANT_STOPPED, "Anything else?"),
+    ]

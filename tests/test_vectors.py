@@ -116,6 +116,8 @@ def test_every_memory_has_its_vectors_and_every_vector_its_memory(
         "observation",
         "opinion",
         "preference",
+        "passage",  # what a tool showed
+        "said",  # what the agent wrote mid-turn
     }
     assert report.memories_added == len(expected) and report.finished
     assert memories_in_lancedb(embedder.vectors) == expected

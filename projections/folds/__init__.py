@@ -35,6 +35,9 @@ BY_FAMILY = {
     "costs": costs,
 }
 SCHEMA = "\n".join([base.TABLES, *(family.TABLES for family in BY_FAMILY.values())])
+# the Python functions folds call, which the writer's connection is given (projections/store.py)
+FUNCTIONS = tools.FUNCTIONS
+FUNCTION_MODULES = tools.FUNCTION_MODULES  # whose source decides what those functions return
 FOLDS: list[tuple[str, str]] = [
     *sessions.FOLDS,
     *tools.FOLDS,
@@ -83,6 +86,8 @@ __all__ = [
     "FACTS_AS_OF",
     "FACTS_CURRENT",
     "FOLDS",
+    "FUNCTIONS",
+    "FUNCTION_MODULES",
     "MAPPING",
     "READS",
     "SCHEMA",

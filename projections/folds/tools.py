@@ -4,8 +4,14 @@ never ran (Claude Code cancelled it, the user refused or interrupted it) is no e
 How long a call took is what Claude Code says in its PostToolUse (`duration_ms`: 2.1.328 sends
 it); for an older Claude Code, the time from the call's PreToolUse, when one was recorded."""
 
+from typing import Any
+
+import msgspec
+
 from projections.folds.base import ERROR
 from schemas import kinds
+from schemas.text import passages
+from schemas.text.passages import said_passages, tool_passages
 
 
 def _summary_of_input() -> str:
@@ -32,7 +38,54 @@ CREATE TABLE errors (
     event_id VARCHAR PRIMARY KEY, session_id VARCHAR, project VARCHAR, ts TIMESTAMPTZ,
     tool VARCHAR, error VARCHAR
 );
+-- what the session showed and said, as passages (schemas/text/passages.py): each once, however
+-- often it was shown; a whole file's passages carry its key, and its newest version is current
+CREATE TABLE passages (
+    passage_id VARCHAR PRIMARY KEY,  -- of its project and text: the same content shown again is this
+    project VARCHAR, session_id VARCHAR, agent VARCHAR,
+    event_id VARCHAR,           -- the first event that showed it
+    ts TIMESTAMPTZ,             -- first shown
+    seen_last TIMESTAMPTZ,      -- last shown
+    times_seen BIGINT,
+    action VARCHAR,             -- read, wrote, edited, ran, searched, fetched, answered, reported, said, used
+    source VARCHAR,             -- the path, command, pattern or address
+    key VARCHAR,                -- 'file:<path>' for a whole file's text, 'edit:<path>' for an edit's
+    version VARCHAR,            -- a digest of everything that use showed of its source
+    part INTEGER,
+    text VARCHAR                -- its heading line, then its text
+);
+CREATE TABLE file_versions (    -- each version of each file seen whole, and when it was last seen
+    project VARCHAR, key VARCHAR, version VARCHAR, seen_last TIMESTAMPTZ,
+    PRIMARY KEY (project, key, version)
+);
 """
+
+# the fields of a passage, as the fold's function returns them
+PASSAGE_TYPE = (
+    "STRUCT(action VARCHAR, source VARCHAR, key VARCHAR, version VARCHAR, part INTEGER, text VARCHAR)[]"
+)
+
+
+def event_passages(kind: str, payload: str) -> list[dict[str, Any]]:
+    """The passages an event's payload (JSON) shows: the fold's function (projections/store.py
+    gives it to the writer's connection)."""
+    try:
+        decoded = msgspec.json.decode(payload)
+    except msgspec.DecodeError:
+        return []
+    if not isinstance(decoded, dict):
+        return []
+    if kind == kinds.ASSISTANT_SAID:
+        text = decoded.get("text")
+        found = said_passages(text) if isinstance(text, str) else []
+    else:
+        found = tool_passages(decoded, failed=kind == kinds.TOOL_FAILED)
+    return [msgspec.structs.asdict(p) for p in found]
+
+
+# the functions folds call, by name: (the function, its parameters' types, its result's type)
+FUNCTIONS = {"event_passages": (event_passages, ["VARCHAR", "VARCHAR"], PASSAGE_TYPE)}
+FUNCTION_MODULES = (passages,)
 
 FOLDS: list[tuple[str, str]] = [
     (
@@ -76,6 +129,42 @@ FOLDS: list[tuple[str, str]] = [
         INSERT INTO errors
         SELECT id, session_id, project, ts, payload->>'tool_name', left({ERROR}, 4000)
         FROM batch WHERE kind = '{kinds.TOOL_FAILED}' AND NOT cancelled({ERROR})
+        """,
+    ),
+    (
+        "passages",
+        f"""
+        INSERT INTO passages
+        WITH shown AS (
+            SELECT id, ts, project, session_id, agent, unnest(event_passages(kind, payload::VARCHAR)) AS p
+            FROM batch
+            WHERE kind IN ('{kinds.TOOL_USED}', '{kinds.ASSISTANT_SAID}')
+                OR (kind = '{kinds.TOOL_FAILED}' AND NOT cancelled({ERROR}))
+        )
+        SELECT substr(sha256(concat_ws(chr(31), project, p.text)), 1, 26) AS passage_id,
+            any_value(project), arg_min(session_id, id), arg_min(agent, id), min(id), min(ts), max(ts),
+            count(*), arg_min(p.action, id), arg_min(p.source, id), arg_min(p.key, id), arg_min(p.version, id),
+            arg_min(p.part, id), any_value(p.text)
+        FROM shown GROUP BY passage_id
+        ON CONFLICT (passage_id) DO UPDATE SET
+            session_id = CASE WHEN excluded.event_id < passages.event_id THEN excluded.session_id ELSE passages.session_id END,
+            agent = CASE WHEN excluded.event_id < passages.event_id THEN excluded.agent ELSE passages.agent END,
+            event_id = least(passages.event_id, excluded.event_id),
+            ts = least(passages.ts, excluded.ts),
+            seen_last = greatest(passages.seen_last, excluded.seen_last),
+            times_seen = passages.times_seen + excluded.times_seen
+        """,
+    ),
+    (
+        "file_versions",
+        f"""
+        INSERT INTO file_versions
+        SELECT project, p.key, p.version, max(ts)
+        FROM (SELECT ts, project, unnest(event_passages(kind, payload::VARCHAR)) AS p
+              FROM batch WHERE kind = '{kinds.TOOL_USED}' AND payload->>'tool_name' IN ('Read', 'Write', 'NotebookRead'))
+        WHERE p.key LIKE 'file:%' AND p.part = 0
+        GROUP BY ALL
+        ON CONFLICT (project, key, version) DO UPDATE SET seen_last = greatest(file_versions.seen_last, excluded.seen_last)
         """,
     ),
 ]

@@ -59,7 +59,7 @@ SAID = 0.8
 LONG = 420
 EXCERPT = 360
 MAX_ITEMS = 6
-RAW = ("prompt", "message", "task")
+RAW = ("prompt", "message", "task", "said", "passage")  # what was said and shown, not distilled
 REFLECTION = ("opinion", "observation")
 # What a memory's text is cut into, each part said once: a short memory's sentences; a long one's
 # lines (a summary's bullets), a line past _LINE_MAX characters at its sentences.
@@ -134,13 +134,15 @@ def select_explained(
         if len(shown) == MAX_ITEMS:
             left[memory.memory_id] = f"the block holds {MAX_ITEMS} at most"
             continue
+        heading = _heading(memory)
         lines = _lines_of(memory, chunks.get(memory.memory_id, []), query, asked, rarity)
+        lines = [(i, line) for i, line in lines if line != heading] or lines
         fresh = [(i, line) for i, line in lines if covered(word_set(line), said) < SAID]
         if not fresh:
             left[memory.memory_id] = "what it says, one given before it said"
             continue
         said |= word_set(" ".join(line for _, line in fresh))
-        text = _joined(fresh)
+        text = _joined(fresh) if fresh[0][1] == heading else f"{heading} {_joined(fresh)}".lstrip()
         why = passed(memory, names, asked) or ""
         near = memory.similarity
         shown.append(
@@ -287,6 +289,14 @@ def _lines_of(
     parts = chunks or [(memory.text, query * memory.similarity)]
     lines = [(line, float(vector @ query)) for text, vector in parts for line in _split(text, _LINE_MAX)]
     return _excerpt(lines, asked, rarity)
+
+
+def _heading(memory: Scored) -> str:
+    """What a passage's first line says: where it comes from ("Read assets/package.json:"), which
+    goes with whatever part of it is shown."""
+    if memory.kind != "passage":
+        return ""
+    return " ".join(memory.text.partition("\n")[0].split())
 
 
 def _joined(lines: list[tuple[int, str]]) -> str:

@@ -517,11 +517,7 @@ def _recorded_about(span: Window) -> Window:
 def _in_window(memory: Features, session_id: str | None) -> bool:
     """Whether the memory is a turn of the session asking, which its agent has before it already:
     injecting its own earlier prompts again would crowd out what it does not know."""
-    return (
-        session_id is not None
-        and memory.session_id == session_id
-        and memory.kind in ("prompt", "message", "task")
-    )
+    return session_id is not None and memory.session_id == session_id and memory.kind in block.RAW
 
 
 def _in_scope(memory: Features, outcome: Outcome | None, agent: str | None, global_only: bool) -> bool:

@@ -38,10 +38,16 @@ _SECTIONS = (
     "Facts",
     "Past sessions",
     "Said in earlier sessions",
+    "Seen in earlier sessions (what the tools showed)",
     "reverie's own reflection (an opinion formed on request, not a fact)",
 )
 # who said it, as the model reading the block takes it ("you" would be the model itself)
-_SPEAKER = {"prompt": "the user", "message": "the agent", "task": "the agent, to a subagent"}
+_SPEAKER = {
+    "prompt": "the user",
+    "message": "the agent",
+    "said": "the agent",
+    "task": "the agent, to a subagent",
+}
 _DECIDED = ("decisions", "patterns")  # a fact's categories: what was decided, how things are done
 
 
@@ -71,6 +77,8 @@ def render(shown: Iterable[Shown], limit_chars: int) -> str:
 
 def _section(item: Shown) -> str:
     if item.kind in ("opinion", "observation"):
+        return _SECTIONS[6]
+    if item.kind == "passage":
         return _SECTIONS[5]
     if item.kind in _SPEAKER:
         return "Said in earlier sessions"

@@ -20,6 +20,8 @@ TABLES = [
     "prompts",
     "tool_uses",
     "errors",
+    "passages",
+    "file_versions",
     "messages",
     "subagents",
     "compactions",

@@ -42,6 +42,7 @@ from workers.logs import quarantine_logger
 from workers.thinking.follower import Batches, Derived, Follower, SessionEnds
 from workers.thinking.reading import Reading
 from workers.thinking.registry import named, registered
+from workers.transcripts import TURN_ENDS
 
 log = structlog.get_logger("reverie.thinking")
 # what ends a session for its followers: it said so, or it went idle (workers/dynamics/idle.py)
@@ -163,8 +164,9 @@ def dispatch(queue: Queue, segment: str, events: Sequence[tuple[str, str, str | 
     """What the dispatcher does with a batch it archived in `segment` (each event's id, kind and
     session): a job for each follower of batches, over the events of the work in it (a batch of
     recalls alone teaches nothing), and one for each follower of session ends and each session
-    it ends or says went idle; and, for the sessions it starts, one importing Claude Code's own
-    memory files where they began (workers/claude_memory.py: it reads files, not the log)."""
+    it ends or says went idle; for the turns it ends, one reading what was said before their last
+    words (workers/transcripts.py); and, for the sessions it starts, one importing Claude Code's own
+    memory files where they began (workers/claude_memory.py: both read files, not the log)."""
     observed = [event_id for event_id, kind, _ in events if kind in WORK_KINDS]
     ended = sorted({session for _, kind, session in events if kind in _ENDING and session})
     for follower in registered():
@@ -174,6 +176,14 @@ def dispatch(queue: Queue, segment: str, events: Sequence[tuple[str, str, str | 
             case SessionEnds():
                 for session_id in ended:
                     enqueue(queue, follower, Session(session_id))
+    if turn_ends := [event_id for event_id, kind, _ in events if kind in TURN_ENDS]:
+        queue.enqueue(
+            "workers.transcripts.said_in",
+            segment,
+            turn_ends,
+            retry=Retry(max=len(RETRY_AFTER_S), interval=RETRY_AFTER_S),
+            description=f"what was said mid-turn before {len(turn_ends)} turn ends",
+        )
     if started := sorted({session for _, kind, session in events if kind == SESSION_STARTED and session}):
         queue.enqueue(
             "workers.claude_memory.at_session_start",
@@ -185,7 +195,7 @@ def dispatch(queue: Queue, segment: str, events: Sequence[tuple[str, str, str | 
 
 def session_events(event_log_dir: str, session_id: str) -> list[Event]:
     """Every event of a session, from the segments that hold some (their session ids first)."""
-    import pyarrow.compute as pc  # here, as in _batch: the dispatcher and the scheduler enqueue
+    import pyarrow.compute as pc  # here, as in batch_events: the dispatcher and the scheduler enqueue
 
     # jobs without ever reading a segment, and Arrow is a third of their memory
     from projections.event_log import EventLog, to_events
@@ -204,7 +214,7 @@ def session_events(event_log_dir: str, session_id: str) -> list[Event]:
 def _events(cause: Cause, settings: Settings) -> list[Event]:
     match cause:
         case Segment(path, ids):
-            return _batch(path, set(ids))
+            return batch_events(path, set(ids))
         case Session(session_id):
             events = session_events(settings.event_log_dir, session_id)
             if not events:  # archived later than it was dispatched: the retry finds them
@@ -214,7 +224,7 @@ def _events(cause: Cause, settings: Settings) -> list[Event]:
             return []
 
 
-def _batch(segment: str, ids: set[str]) -> list[Event]:
+def batch_events(segment: str, ids: set[str]) -> list[Event]:
     """The events `ids` from `segment`, or from the whole log if a compaction merged it away.
 
     A segment damaged since it was written is set aside, and what it still holds is read."""
