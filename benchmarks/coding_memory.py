@@ -84,6 +84,7 @@ from workers.status import stack_status  # noqa: E402
 TRANSCRIPTS = os.path.join(HERE, "..", "..", "shared", "fixtures", "claude-code", "transcripts")
 QUESTIONS = os.path.join(HERE, "coding_memory_questions.json")
 UNRELATED = os.path.join(HERE, "unrelated_prompts.json")
+RELEVANCE = os.path.join(HERE, "coding_memory_relevance.json")
 CATEGORIES = ("factual", "debugging", "architecture", "temporal", "convention", "cross-session")
 TOP_K = 5
 SETTLED_POLLS = 3  # the same state this many polls in a row, POLL_S apart
@@ -304,6 +305,7 @@ def ask_service(settings: Settings, questions: list[Question], cwds: dict[str, s
 class HookRuns(msgspec.Struct):
     hits: list[bool]
     characters: list[int]  # of each context printed ("" counts 0)
+    contexts: list[str]  # each context printed
     printed: int = 0  # hooks that printed a context
     from_profile: int = 0  # of which the project's profile: the service was late
 
@@ -318,7 +320,7 @@ def run_hooks(
 ) -> HookRuns:
     """For each (prompt, cwd): whether the hook's context answers it (`answered_by(i, text)`, as
     printed), how long it is, and where the contexts came from."""
-    runs = HookRuns(hits=[], characters=[])
+    runs = HookRuns(hits=[], characters=[], contexts=[])
     env = stack_env(settings.home)
     for i, (prompt, cwd) in enumerate(prompts):
         time.sleep(pause_s)  # a person types: the stack folds and embeds the prompt before
@@ -327,6 +329,7 @@ def run_hooks(
         runs.printed += bool(context)
         runs.from_profile += from_profile(settings, project_of({"cwd": cwd}, {}), context)
         runs.characters.append(len(context))
+        runs.contexts.append(context)
         runs.hits.append(bool(context) and answered_by(i, context))
     return runs
 
@@ -341,15 +344,44 @@ def spread(values: list[int]) -> dict[str, float]:
 
 
 class Pass(msgspec.Struct):
-    """One measurement of the settled stack: the questions, through the service and the hook,
-    and the unrelated prompts through the hook."""
+    """One measurement of the settled stack: the questions, through the service and the hook
+    (twice in a row), and the unrelated prompts through the hook."""
 
     outcomes: list[Outcome]
     hooks: HookRuns
+    again: HookRuns
     unrelated: HookRuns
+    unrelated_prompts: list[str]
 
 
-def report(name: str, measured: Pass) -> dict[str, Any]:
+def items(context: str) -> list[str]:
+    """The items of a printed context: its lines that start with "- " (render.py's)."""
+    return [line[2:] for line in context.splitlines() if line.startswith("- ")]
+
+
+_DATED = re.compile(r"^\[\d{4}-\d\d-\d\d\] ")
+
+
+def item_key(question_id: str, item: str) -> str:
+    """What a relevance label names: the question, and the item's text less its date."""
+    return question_id + "\t" + _DATED.sub("", item)
+
+
+def relevance(outcomes: list[Outcome], contexts: list[str], labels: dict[str, bool]) -> dict[str, Any]:
+    """Of the items injected for the questions, how many a reader labelled relevant, and how
+    many no label names yet (they count in neither share)."""
+    keys = [item_key(o.question.id, i) for o, c in zip(outcomes, contexts, strict=True) for i in items(c)]
+    known = [labels[k] for k in keys if k in labels]
+    return {
+        "items": len(keys),
+        "labelled": len(known),
+        "relevant": sum(known),
+        "share_relevant": round(sum(known) / len(known), 3) if known else None,
+        "unlabelled": sorted({k for k in keys if k not in labels}),
+    }
+
+
+def report(name: str, measured: Pass, labels: dict[str, bool]) -> dict[str, Any]:
     outcomes, hooks = measured.outcomes, measured.hooks
     per_category = {c: sum(o.question.category == c for o in outcomes) for c in CATEGORIES}
     top5, injected = tally(outcomes, lambda o: o.top5), tally(outcomes, lambda o: o.injected)
@@ -366,8 +398,19 @@ def report(name: str, measured: Pass) -> dict[str, Any]:
         f" {unrelated['max']} at most",
         file=sys.stderr,
     )
+    same = sum(a == b for a, b in zip(hooks.contexts, measured.again.contexts, strict=True))
+    judged = relevance(outcomes, hooks.contexts, labels)
+    print(
+        f"asked again at once: {same} of {len(outcomes)} contexts the same,"
+        f" {sum(measured.again.hits)} answers;"
+        f" items injected {judged['items']}, labelled {judged['labelled']}, relevant {judged['relevant']}",
+        file=sys.stderr,
+    )
     return {
         "questions": len(outcomes),
+        "same_when_asked_again": same,
+        "injected_when_asked_again": sum(measured.again.hits),
+        "relevance": judged,
         "top5": top5,
         "injected": injected,
         "hook_printed": hooks.printed,
@@ -377,6 +420,10 @@ def report(name: str, measured: Pass) -> dict[str, Any]:
         "unrelated_characters": unrelated,
         "per_question": [
             [o.question.id, o.top5, o.injected, n] for o, n in zip(outcomes, hooks.characters, strict=True)
+        ],
+        "contexts": {o.question.id: c for o, c in zip(outcomes, hooks.contexts, strict=True)},
+        "unrelated_injected": [
+            [p, c] for p, c in zip(measured.unrelated_prompts, measured.unrelated.contexts, strict=True) if c
         ],
     }
 
@@ -415,14 +462,14 @@ def measure(
 ) -> Pass:
     top5 = ask_service(settings, questions, cwds)
     asked = [(q.question, cwd_of(q, cwds)) for q in questions]
-    hooks = run_hooks(
-        reverie, settings, asked, lambda i, text: questions[i].answered_by(text), pause_s, session_id
-    )
+    answered = lambda i, text: questions[i].answered_by(text)  # noqa: E731
+    hooks = run_hooks(reverie, settings, asked, answered, pause_s, session_id)
+    again = run_hooks(reverie, settings, asked, answered, pause_s, session_id)
     places = sorted(set(cwds.values()))
     elsewhere = [(p, places[i % len(places)]) for i, p in enumerate(unrelated)]
     off_topic = run_hooks(reverie, settings, elsewhere, lambda i, text: False, pause_s, session_id)
     outcomes = [Outcome(q, t, i) for q, t, i in zip(questions, top5, hooks.hits, strict=True)]
-    return Pass(outcomes, hooks, off_topic)
+    return Pass(outcomes, hooks, again, off_topic, unrelated)
 
 
 def think_all(reverie: str, env: dict[str, str]) -> None:
@@ -442,7 +489,9 @@ def evaluate(
     pause_s: float,
     think: bool,
     think_first: bool = False,
+    labels: dict[str, bool] | None = None,
 ) -> dict[str, Any]:
+    labels = labels or {}
     settings = Settings(home)
     env = stack_env(home)
     cwds = transcript_cwds(transcripts)
@@ -457,13 +506,13 @@ def evaluate(
             print(f"settled: {archived} events, {segments} segments, {memories} memories", file=sys.stderr)
         first = "thought" if think_first else "before"
         measured = measure(reverie, settings, questions, cwds, unrelated, pause_s, f"bench-{first}")
-        passes[first] = report(first, measured) | {"memories": memories}
+        passes[first] = report(first, measured, labels) | {"memories": memories}
         if think:
             think_all(reverie, env)
             archived, segments, memories = wait_until_settled(settings)
             print(f"settled: {archived} events, {segments} segments, {memories} memories", file=sys.stderr)
             measured = measure(reverie, settings, questions, cwds, unrelated, pause_s, "bench-after")
-            passes["after"] = report("after", measured) | {"memories": memories}
+            passes["after"] = report("after", measured, labels) | {"memories": memories}
     return {"benchmark": "coding_memory", **passes}
 
 
@@ -477,6 +526,11 @@ def main() -> None:
     parser.add_argument(
         "--unrelated", default=UNRELATED, help="prompts nothing remembered answers (JSON list)"
     )
+    parser.add_argument(
+        "--relevance",
+        default=RELEVANCE,
+        help="a reader's labels of injected items: {question id TAB item text: relevant} (JSON)",
+    )
     parser.add_argument("--pause", type=float, default=1.0, help="seconds before each hook run")
     parser.add_argument("--think", action="store_true", help="then run every thinking job, and measure again")
     parser.add_argument(
@@ -489,10 +543,14 @@ def main() -> None:
     check_labels(questions, args.transcripts)
     with open(args.unrelated, "rb") as f:
         unrelated = msgspec.json.decode(f.read(), type=list[str])
+    labels: dict[str, bool] = {}
+    if os.path.exists(args.relevance):
+        with open(args.relevance, "rb") as f:
+            labels = msgspec.json.decode(f.read(), type=dict[str, bool])
     with data_directory(args.home) as home:
         transcripts = os.path.abspath(args.transcripts)
         result = evaluate(
-            reverie, home, questions, unrelated, transcripts, args.pause, args.think, args.think_first
+            reverie, home, questions, unrelated, transcripts, args.pause, args.think, args.think_first, labels
         )
     print(json.dumps(result))
 

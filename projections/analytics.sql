@@ -176,14 +176,17 @@ SELECT memory_id AS id, project FROM memory_texts
 UNION
 SELECT e.entity_id, m.project FROM memory_entities e JOIN memory_texts m USING (memory_id);
 
--- Hebbian learning between entities recalled together: each recall that returns memories of
--- both moves their weight w to w + 0.1 (1 - w), so after n such recalls w = 1 - 0.9^n; unused, it
--- decays, w (1 - 0.01 dt), dt the days since they were last recalled together (gone in 100).
+-- Hebbian learning between entities used together: each recall that gave memories of both, which
+-- the agent then used (workers/dynamics/decay.py judges it), moves their weight w to w + 0.1 (1 - w),
+-- so after n such recalls w = 1 - 0.9^n; unused, it decays, w (1 - 0.01 dt), dt the days since they
+-- were last used together (gone in 100). Being shown together alone strengthens nothing.
 CREATE VIEW associations AS
 WITH recalled AS (
-    SELECT DISTINCT r.event_id, r.ts, e.entity_id
-    FROM (SELECT event_id, ts, unnest(results) AS memory_id FROM retrievals) r
-    JOIN memory_entities e USING (memory_id)
+    SELECT DISTINCT p.caused_by AS event_id, a.activated_at AS ts, e.entity_id
+    FROM activation_log a
+    JOIN provenance p ON p.event_id = a.event_id
+    JOIN memory_entities e ON e.memory_id = a.memory_id
+    WHERE a.cause = 'used'
 )
 SELECT a.entity_id AS entity_a, b.entity_id AS entity_b, count(*) AS recalled_together,
     max(a.ts) AS last_together,
@@ -206,7 +209,7 @@ SELECT
     (SELECT avg(activation) FROM (
         SELECT ln(sum(pow(greatest(date_diff('second', u.at, now()) / 86400, 1), -0.5))) AS activation
         FROM (SELECT fact_id AS memory_id, ts AS at FROM fact_history
-              UNION ALL SELECT memory_id, activated_at FROM activation_log WHERE cause NOT IN ('used', 'failed')) u
+              UNION ALL SELECT memory_id, activated_at FROM activation_log WHERE cause NOT IN ('unused', 'failed')) u
         JOIN facts_current f ON f.fact_id = u.memory_id
         GROUP BY u.memory_id)) AS average_activation,
     (SELECT avg((reconsolidations > 0)::INT) FROM facts) AS reconsolidation_rate,

@@ -187,8 +187,9 @@ class ActivationRecorded(msgspec.Struct, kw_only=True):
 
     memory_id: str
     at: datetime
-    # used, failed: whether a recall at `at` helped (workers/dynamics/decay.py); FSRS follows it
-    cause: Literal["retrieved", "used", "failed", "reinforced", "co_retrieved"] = "retrieved"
+    # used, unused, failed: what the agent did with what a recall at `at` gave it
+    # (workers/dynamics/decay.py): a use strengthens, a contradiction weakens, the rest is neutral
+    cause: Literal["retrieved", "used", "unused", "failed", "reinforced", "co_retrieved"] = "retrieved"
     weight: float = 1.0
 
 

@@ -245,3 +245,24 @@ def test_each_memory_says_why_it_was_given_or_left_out() -> None:
         [],
         {"x": "nothing answers: the nearest is at 0.25, the block's floor 0.3"},
     )
+
+
+def test_what_the_agent_holds_already_is_not_given_again() -> None:
+    claude_md = "# Testing\n- Run the tests with `mix test --warnings-as-errors`.\n- Format with mix format."
+    found = [
+        memory("a", "Run the tests with mix test --warnings-as-errors", score=0.9),
+        memory("b", "The CI runs mix test on Elixir 1.19 and OTP 28", score=0.6),
+    ]
+    prompt = "how do we run the tests in CI?"
+    assert [m.memory_id for m in select(prompt, found, QUERY, no_passages, rarity)] == ["a", "b"]
+    assert [m.memory_id for m in select(prompt, found, QUERY, no_passages, rarity, [claude_md])] == ["b"]
+
+
+def test_a_passage_is_shown_under_where_it_came_from() -> None:
+    lines = [f'  "dep{n}": "^{n}.0.0",' for n in range(40)]
+    text = "Read assets/package.json:\n{\n" + "\n".join(lines) + '\n  "test": "vitest run"\n}'
+    passage = memory("p", text, kind="passage", similarity=0.5)
+    [shown] = chosen("which command runs the frontend test suite?", [passage])
+    assert shown.text.startswith("Read assets/package.json: ") and '"test": "vitest run"' in shown.text
+    assert len(shown.text) < len(text)  # the window that answers, not the whole passage
+    assert render.render([shown], 2_000).count("Read assets/package.json") == 1

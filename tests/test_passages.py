@@ -102,10 +102,14 @@ def test_an_edit_a_search_an_answer_and_a_failure() -> None:
     assert tool_passages(used("TodoWrite", {"todos": []}, {"newTodos": []}), failed=False) == []
 
 
-def test_what_the_agent_said_is_its_own_words() -> None:
+def test_what_the_agent_said_is_its_own_words_and_what_it_is_about_to_do_is_nothing() -> None:
     assert [p.text for p in said_passages("The tests use Vitest.\n\nNext, the CSS.")] == [
         "The tests use Vitest.\n\nNext, the CSS."
     ]
+    assert said_passages("Perfect! Now let me check the existing test for sync_transcripts.") == []
+    assert said_passages("Let's add test configuration to disable tracing by default:") == []
+    found = said_passages("309 tests (was 297), all passing. Let me run the full quality gate:")
+    assert [p.text for p in found] == ["309 tests (was 297), all passing. Let me run the full quality gate:"]
 
 
 def shown(settings: Settings) -> list[tuple[str, str]]:

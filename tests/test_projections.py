@@ -554,8 +554,9 @@ def test_the_store_says_which_event_last_changed_what_memories_say(folding: Fold
 def test_recall_keeps_the_features_it_read_through_snapshots_of_recalls_alone(
     folding: Folding, settings: Settings
 ) -> None:
-    """Each recall makes a snapshot: recall reads its activations again, and every memory's other
-    features only when a snapshot changed what memories say."""
+    """Each recall makes a snapshot: recall reads its activations again (a recall shows memories,
+    a use of one, judged after, strengthens it), and every memory's other features only when a
+    snapshot changed what memories say."""
     from projections.recall.memories import Memories
 
     prompt = observed(kinds.PROMPT_SUBMITTED, 1, prompt="fix the build")
@@ -565,7 +566,14 @@ def test_recall_keeps_the_features_it_read_through_snapshots_of_recalls_alone(
     assert first is not None
     memories.swap(first)
     assert memories.features([prompt.id])[prompt.id].uses == []
-    folding.fold([observed(kinds.MEMORY_RETRIEVED, 2, query="build", results=[prompt.id], scores=[0.9])])
+    recall = observed(kinds.MEMORY_RETRIEVED, 2, query="build", results=[prompt.id], scores=[0.9])
+    used = memory.ActivationRecorded(memory_id=prompt.id, at=recall.ts, cause="used")
+    folding.fold([recall])
+    shown = memories.newer()
+    assert shown is not None
+    memories.swap(shown)
+    assert memories.features([prompt.id])[prompt.id].uses == []  # shown, not used yet
+    folding.fold([derived(kinds.ACTIVATION_RECORDED, 2, used, cause=recall.id)])
     recalled = memories.newer()
     assert recalled is not None and recalled.features is first.features
     memories.swap(recalled)

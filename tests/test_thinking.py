@@ -11,6 +11,7 @@ import fakeredis
 import msgspec
 import pytest
 
+from projections.recall.memories import _ACTIVATIONS
 from projections.sql import connect
 from reverie.testing import Folding, event_at, streamed
 from schemas import kinds, memory
@@ -126,22 +127,30 @@ def test_communities_are_detected_and_dissolved_as_events(store: Folding, settin
     assert (dissolved["community_id"], dissolved["members"]) == (community["community_id"], [])
 
 
-def test_each_settled_recall_is_judged_once_used_or_failed(store: Folding, settings: Settings) -> None:
+def test_each_settled_recall_is_judged_once_used_unused_or_failed(store: Folding, settings: Settings) -> None:
     recall = _event(
         kinds.MEMORY_RETRIEVED, {"query": "graph", "results": ["f0", "f1"], "session_id": "s9"}, 30, "s9"
     )
     answer = _event(
         kinds.ASSISTANT_STOPPED, {"last_assistant_message": "the user uses react-force-graph here"}, 29, "s9"
     )
-    store.fold([recall, answer])
+    shown = _event(
+        kinds.MEMORY_RETRIEVED, {"query": "graph", "results": ["f2"], "session_id": "s10"}, 30, "s10"
+    )
+    elsewhere = _event(kinds.ASSISTANT_STOPPED, {"last_assistant_message": "the tests pass now"}, 29, "s10")
+    store.fold([recall, answer, shown, elsewhere])
     client = fakeredis.FakeRedis()
     run("decay", client=client, settings=settings, at=NOW)
     judged = sorted((j["memory_id"], j["cause"]) for j in said(streamed(client), kinds.ACTIVATION_RECORDED))
-    assert judged == [("f0", "used"), ("f1", "used")]
+    assert judged == [("f0", "used"), ("f1", "used"), ("f2", "unused")]  # f2 was shown, never used
     store.fold(streamed(client))
     client = fakeredis.FakeRedis()
     run("decay", client=client, settings=settings, at=NOW)
     assert streamed(client) == []  # judged once
+    with connect(settings) as db:
+        used_at = dict(db.execute("SELECT memory_id, count(*) FROM activation_log GROUP BY ALL").fetchall())
+        activations = {m: len(u) for m, u, _ in db.execute(_ACTIVATIONS).fetchall()}
+    assert used_at == {"f0": 1, "f1": 1, "f2": 1} and activations == {"f0": 1, "f1": 1}  # unused: no use
 
 
 def test_reverie_think_runs_a_job_here_with_a_progress_bar(env: dict[str, str]) -> None:
@@ -151,18 +160,29 @@ def test_reverie_think_runs_a_job_here_with_a_progress_bar(env: dict[str, str]) 
     assert "lifecycle" in helped.stdout and "every 6 hours" in helped.stdout
 
 
-def test_hebbian_weights_decay_when_unused(store: Folding, settings: Settings) -> None:
+def used(recall: Event, memory_id: str, cause: str = "used") -> Event:
+    """The decay job's judgment of what the agent did with `memory_id`, which `recall` gave it."""
+    judged = memory.ActivationRecorded(memory_id=memory_id, at=recall.ts, cause=cause)  # type: ignore[arg-type]
+    return event_at(
+        kinds.ACTIVATION_RECORDED, judged, recall.ts, project=PROJECT, session_id="s8", caused_by=(recall.id,)
+    )
+
+
+def test_hebbian_weights_grow_with_use_not_with_being_shown_and_decay_when_unused(
+    store: Folding, settings: Settings
+) -> None:
     long_ago = _event(
         kinds.MEMORY_RETRIEVED, {"query": "g", "results": ["f0"], "session_id": "s8"}, 50 * 24, "s8"
     )
-    store.fold([long_ago])
+    store.fold([long_ago, used(long_ago, "f0", "unused")])
+    assert connect(settings).execute("SELECT weight FROM associations").fetchall() == []  # shown, unused
+    store.fold([used(long_ago, "f0")])
     [(weight,)] = connect(settings).execute("SELECT weight FROM associations").fetchall()
-    assert weight == pytest.approx(0.1 * (1 - 0.01 * 50), rel=1e-3)  # one recall, 50 days unused
-    store.fold(
-        [_event(kinds.MEMORY_RETRIEVED, {"query": "g", "results": ["f1"], "session_id": "s8"}, 0, "s8")]
-    )
+    assert weight == pytest.approx(0.1 * (1 - 0.01 * 50), rel=1e-3)  # one use, 50 days ago
+    now = _event(kinds.MEMORY_RETRIEVED, {"query": "g", "results": ["f1"], "session_id": "s8"}, 0, "s8")
+    store.fold([now, used(now, "f1")])
     [(weight,)] = connect(settings).execute("SELECT weight FROM associations").fetchall()
-    assert weight == pytest.approx(1 - 0.9**2, rel=1e-3)  # recalled together again just now
+    assert weight == pytest.approx(1 - 0.9**2, rel=1e-3)  # used together again just now
 
 
 def test_memory_health_has_horas_eight_metrics(store: Folding, settings: Settings) -> None:

@@ -60,6 +60,7 @@ from schemas.text.gist import gist
 from schemas.why import Why
 from workers.dynamics.reflect import evidence_request
 from workers.embedder import in_background, run_embedder
+from workers.known import Known
 from workers.redis_client import connect
 from workers.reflection import reflection
 from workers.status import stack_status
@@ -84,6 +85,7 @@ class RecallService:
         self.encoding = threading.Lock()  # the workers' texts, one request at a time
         self.reading = threading.Lock()  # the status, one request at a time
         self.redis = connect(settings, timeout=1.0)
+        self.known = Known(settings.sessions_dir, os.path.expanduser("~"))
         self._opened_at = -math.inf  # when the snapshot read was opened
         self._memories_changed = False  # since it was: new memories want their features now
         self._failing: tuple[float, str] | None = None  # since when reading new memories fails, why
@@ -112,7 +114,9 @@ class RecallService:
             raise Overdue("the recall service is busy with other requests")
         try:
             if request.hook == "SessionStart":
-                return {"context": self._session_start(request)}
+                began = self._session_start(request)
+                self.known.started(request.session_id, began)
+                return {"context": began}
             if request.hook in ("Stop", "PreCompact"):
                 self._write_manifest(request)
                 return {"context": ""}
@@ -124,7 +128,8 @@ class RecallService:
                     )
                 }
             if request.hook:
-                found, shown, left = self.recaller.injected(request, deadline)
+                known = self.known.of(request.session_id)
+                found, shown, left = self.recaller.injected(request, deadline, known)
             else:
                 found = self.recaller.answer(asked, deadline)
         finally:

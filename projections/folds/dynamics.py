@@ -10,7 +10,9 @@ CREATE TABLE retrievals (
     query VARCHAR, results VARCHAR[], scores DOUBLE[],
     given JSON  -- the hook's: why each memory was given (schemas/recall.py Given)
 );
-CREATE TABLE activation_log (  -- activation.recorded events, and each memory a recall returned
+-- activation.recorded events: a memory's uses (a recall shows memories; what the agent then did
+-- with them is judged, workers/dynamics/decay.py, and only a use strengthens)
+CREATE TABLE activation_log (
     event_id VARCHAR, memory_id VARCHAR, activated_at TIMESTAMPTZ, cause VARCHAR, weight DOUBLE,
     PRIMARY KEY (event_id, memory_id)
 );
@@ -44,9 +46,6 @@ FOLDS: list[tuple[str, str]] = [
         SELECT id, payload->>'memory_id', coalesce(TRY_CAST(payload->>'at' AS TIMESTAMPTZ), ts),
             coalesce(payload->>'cause', 'retrieved'), coalesce(TRY_CAST(payload->>'weight' AS DOUBLE), 1.0)
         FROM batch WHERE kind = '{kinds.ACTIVATION_RECORDED}'
-        UNION ALL  -- every recalled memory was used then (spaced repetition)
-        SELECT DISTINCT id, unnest({json_list("results")}), ts, 'recalled', 1.0
-        FROM batch WHERE kind = '{kinds.MEMORY_RETRIEVED}'
         """,
     ),
     (

@@ -20,8 +20,10 @@ matters; nothing when nothing in memory answers the prompt.
 3. **Distilled first.** A fact, a preference or an episode outranks the raw chat it came from:
    prompts and messages weigh `RAW_WEIGHT` of their score here, and a turn a standing fact was
    drawn from is that fact (said once, as the fact).
-4. **Once.** A line whose words are `SAID` covered by what the block holds already is left out;
-   an item left without lines goes.
+4. **Once.** A line whose words are `SAID` covered by what the block holds already, or by one
+   line of what the agent holds already (the files Claude Code loaded as its memory, CLAUDE.md
+   with reverie's own section; what SessionStart gave the session), is left out; an item left
+   without lines goes.
 5. **The passage that matters.** A memory longer than `LONG` (a compaction summary, a report)
    is shown as its passage nearest the prompt: its chunk the model puts nearest (the vectors the
    embedder keeps of each chunk), then that chunk's lines holding most of the prompt's rarer
@@ -109,9 +111,12 @@ def select(
     query: Vector,
     passages: Passages,
     rarity: Rarity,
+    known: Sequence[str] = (),
 ) -> list[Shown]:
-    """The items to inject for `prompt` from recall's `found` (best first); [] for none."""
-    return select_explained(prompt, found, query, passages, rarity)[0]
+    """The items to inject for `prompt` from recall's `found` (best first); [] for none. `known`:
+    texts the agent holds already (its CLAUDE.md, what its session began with): a line one of
+    their lines says is not given again."""
+    return select_explained(prompt, found, query, passages, rarity, known)[0]
 
 
 def select_explained(
@@ -120,6 +125,7 @@ def select_explained(
     query: Vector,
     passages: Passages,
     rarity: Rarity,
+    known: Sequence[str] = (),
 ) -> tuple[list[Shown], dict[str, str]]:
     """`select`, and why each of `found` it leaves out is left out, in words, by memory id."""
     asked = word_set(prompt)
@@ -128,6 +134,7 @@ def select_explained(
     chunks = passages(long) if long else {}
     left: dict[str, str] = {}
     ranked = _ranked([_nearest(m, chunks.get(m.memory_id, []), query) for m in found], names, asked, left)
+    held = [words for text in known for line in _split(text, _LINE_MAX) if (words := word_set(line))]
     said: frozenset[str] = frozenset()
     shown: list[Shown] = []
     for memory in ranked:
@@ -140,6 +147,12 @@ def select_explained(
         fresh = [(i, line) for i, line in lines if covered(word_set(line), said) < SAID]
         if not fresh:
             left[memory.memory_id] = "what it says, one given before it said"
+            continue
+        fresh = [(i, line) for i, line in fresh if not _held(word_set(line), held)]
+        if not fresh:
+            left[memory.memory_id] = (
+                "what it says, the agent holds already (its CLAUDE.md, its session's start)"
+            )
             continue
         said |= word_set(" ".join(line for _, line in fresh))
         text = _joined(fresh) if fresh[0][1] == heading else f"{heading} {_joined(fresh)}".lstrip()
@@ -291,6 +304,11 @@ def _lines_of(
     return _excerpt(lines, asked, rarity)
 
 
+def _held(words: frozenset[str], held: list[frozenset[str]]) -> bool:
+    """Whether one line the agent holds says `words` (a line's) already."""
+    return bool(words) and any(covered(words, line) >= SAID for line in held)
+
+
 def _heading(memory: Scored) -> str:
     """What a passage's first line says: where it comes from ("Read assets/package.json:"), which
     goes with whatever part of it is shown."""
@@ -319,15 +337,21 @@ def _split(text: str, line_max: int) -> list[str]:
 
 
 def _excerpt(lines: list[tuple[str, float]], asked: frozenset[str], rarity: Rarity) -> list[tuple[int, str]]:
-    """The lines nearest the prompt, in their order, within EXCERPT characters. A line's nearness
-    is the share of the prompt's words it holds, each weighing its rarity, plus how near the
-    model puts the chunk it is in (a line is read in its context)."""
+    """The lines nearest the prompt, in their order, within EXCERPT characters: those holding its
+    words (each word weighing its rarity, a line read in its context: plus how near the model puts
+    the chunk it is in), then the lines either side of them, the window that answers; when no line
+    holds a word of the prompt, the lines of the chunk the model puts nearest, from its start."""
     weights = {w: rarity(w) for w in asked}
     whole = sum(weights.values()) or 1.0
-    nearness = [sum(weights[w] for w in word_set(line) & asked) / whole + near for line, near in lines]
+    held = [sum(weights[w] for w in word_set(line) & asked) / whole for line, _ in lines]
+    nearness = [share + near for share, (_, near) in zip(held, lines, strict=True)]
+    order = sorted(range(len(lines)), key=lambda i: (-nearness[i], i))
+    if any(held):
+        hits = [i for i in order if held[i]]
+        order = hits + [j for i in hits for j in (i - 1, i + 1) if 0 <= j < len(lines) and not held[j]]
     kept: list[int] = []
     used = 0
-    for i in sorted(range(len(lines)), key=lambda i: (-nearness[i], i)):
+    for i in dict.fromkeys(order):
         line = _cut(lines[i][0])
         if used + len(line) > EXCERPT and kept:
             break

@@ -83,14 +83,15 @@ LEFT JOIN episodes e ON e.episode_id = m.memory_id
 LEFT JOIN sources s ON s.memory_id = m.memory_id
 """
 
-# Read with every snapshot (every recall is one): when each memory was recalled or otherwise
-# activated, and which of those recalls did not help (POSIX seconds: a recalled memory has
-# hundreds, which DuckDB hands over far faster as numbers than as datetimes)
+# Read with every snapshot (every recall is one): when each memory was used (a recall whose
+# memory the agent then used, or another activation), and which recalls it was contradicted
+# after; a memory shown and left unused is neither (POSIX seconds: a used memory has hundreds,
+# which DuckDB hands over far faster as numbers than as datetimes)
 _ACTIVATIONS = """
 SELECT memory_id,
-    list(epoch(activated_at) ORDER BY activated_at) FILTER (cause NOT IN ('used', 'failed')),
+    list(epoch(activated_at) ORDER BY activated_at) FILTER (cause NOT IN ('unused', 'failed')),
     list(epoch(activated_at) ORDER BY activated_at) FILTER (cause = 'failed')
-FROM activation_log GROUP BY memory_id
+FROM activation_log WHERE cause <> 'unused' GROUP BY memory_id
 """
 Activations = dict[str, tuple[list[float], list[float]]]
 

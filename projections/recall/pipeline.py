@@ -27,7 +27,7 @@ for the model.
 
 import math
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from datetime import UTC, datetime, timedelta
 from typing import Literal, TypeVar
@@ -274,14 +274,16 @@ class Recaller:
             deadline=deadline,
         )
 
-    def injection(self, request: RecallRequest, deadline: float | None = None) -> list[Shown]:
+    def injection(
+        self, request: RecallRequest, deadline: float | None = None, known: Sequence[str] = ()
+    ) -> list[Shown]:
         """What the UserPromptSubmit hook injects for `request`: the few memories that answer its
         prompt, each once, a long one as its passage that matters (projections/recall/block.py);
-        [] when nothing in memory answers it."""
-        return self.injected(request, deadline)[1]
+        [] when nothing in memory answers it. `known`: what the agent holds already."""
+        return self.injected(request, deadline, known)[1]
 
     def injected(
-        self, request: RecallRequest, deadline: float | None = None
+        self, request: RecallRequest, deadline: float | None = None, known: Sequence[str] = ()
     ) -> tuple[Recall, list[Shown], dict[str, str]]:
         """`injection`, the recall it chose from (the candidates, each with its scores), and why
         each candidate left out is."""
@@ -292,7 +294,7 @@ class Recaller:
         _in_time(deadline)
         query = self.vector_of(found.queries[0].text)
         shown, left = block.select_explained(
-            found.prompt, found.results, query, self.index.passages, self.index.rows.rarity
+            found.prompt, found.results, query, self.index.passages, self.index.rows.rarity, known
         )
         return found, shown, left
 

@@ -45,6 +45,8 @@ def _english_stop_words() -> frozenset[str]:
 ENGLISH_STOP_WORDS = _english_stop_words()
 
 _WORD = re.compile(r"[^\W_]+")
+_CAMEL = re.compile(r"[a-z0-9][A-Z]|[A-Z]{2}[a-z]")  # a lower case letter or digit before a capital, or ABCd
+_PARTS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 # what conversation adds to scikit-learn's stop words: the ends of contractions ("didn't" is
 # "didn" and "t"), the forms of "do", fillers; and French's most frequent words
 _SPOKEN = "d ll m re s t ve did didn does doesn doing don gonna hey just like lol oh really wow yeah"
@@ -63,8 +65,15 @@ Word = TypeVar("Word", bound=Hashable)  # a word, or what is said of one
 
 
 def tokens(text: str) -> list[str]:
-    """`text`'s words as they are, in order: lower case, split at anything not a letter or a digit."""
-    return _WORD.findall(text.lower())
+    """`text`'s words as they are, in order: lower case, split at anything not a letter or a digit;
+    a name from code written in camel case (`OtelTraceHelpers`, `parseJSON`) is itself and then
+    its parts, so "the trace helpers" finds it."""
+    found = []
+    for word in _WORD.findall(text):
+        found.append(word.lower())
+        if _CAMEL.search(word):
+            found += [part.lower() for part in _PARTS.findall(word)]
+    return found
 
 
 def terms(text: str) -> list[str]:

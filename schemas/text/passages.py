@@ -36,6 +36,14 @@ _MATTERS = re.compile(
 # Read's text as Claude Code shows it to the model: each line numbered, "    12→text"
 _NUMBERED = re.compile(r"^ *\d+[→\t]", re.MULTILINE)
 _EXIT_CODE = re.compile(r"^Exit code (\d+)", re.MULTILINE)
+# a sentence that only says what the agent is about to do, and how short all of them must be
+_FILLER = r"(?:now|next|first|then|so|ok(?:ay)?|great|good|perfect|excellent|alright|all right)\b[,!.]?\s*"
+_NARRATION = re.compile(
+    rf"(?i)\s*(?:{_FILLER})*(?:(?:let me|let's|let us|i'll|i will|i need to|i'm going to|i am going to"
+    r"|i should|now i)\b|$)"
+)
+_SENTENCES = re.compile(r"(?<=[.!?:])\s+|\n+")
+_NARRATION_CHARS = 300
 
 
 class Passage(msgspec.Struct, frozen=True):
@@ -63,7 +71,13 @@ def tool_passages(payload: dict[str, Any], failed: bool) -> list[Passage]:
 
 
 def said_passages(text: str) -> list[Passage]:
-    """What the agent said, as passages of its own words (no heading: the block says who spoke)."""
+    """What the agent said, as passages of its own words (no heading: the block says who spoke);
+    none for words that only say what it is about to do ("Now let me check the tests."), which
+    tell nothing the tool use after them does not show."""
+    if len(text) <= _NARRATION_CHARS and all(
+        _NARRATION.match(sentence) for sentence in _SENTENCES.split(text.strip()) if sentence.strip()
+    ):
+        return []
     return _cut("said", "", "", "", _plain(text))
 
 

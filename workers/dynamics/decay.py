@@ -1,12 +1,15 @@
-"""Whether each recall helped (daily): the outcome FSRS's stability follows.
+"""What the agent did with what each recall gave it (daily): only a use strengthens a memory.
 
 A recalled memory was **used** when what the agent said or did later in that session (its
-messages, its tools' inputs) holds enough of the memory's own words: at least a third of its
-distinct words, and 2 or more (the one tokenizer, projections/recall/words.py). It **failed**
-when it was recalled and never used, or when the agent contradicted it (the fact was superseded
-later in that session). Each judgment is an `activation.recorded` event, cause `used` or
-`failed`, at the moment of the recall, caused by the recall; scoring then grows the memory's
-stability S to S (1 + 0.1 (1 - R)) after a success and cuts it to 0.8 S after a failure
+messages, what it wrote mid-turn, its tools' inputs) holds enough of the memory's own words: at
+least a third of its distinct words, and 2 or more (the one tokenizer,
+projections/recall/words.py); for a passage a tool showed, the words of where it came from (the
+file opened again, the command run again). It **failed** when the agent contradicted it (the
+fact was superseded later in that session), and was **unused** otherwise: shown, which
+strengthens and weakens nothing, so being given a memory never pushes another out. Each
+judgment is an `activation.recorded` event, cause `used`, `unused` or `failed`, at the moment of
+the recall, caused by the recall; a use counts in the memory's ACT-R activation, and scoring
+grows its stability S to S (1 + 0.1 (1 - R)) after a use and cuts it to 0.8 S after a failure
 (projections/recall/scoring.py).
 
 A session's recalls are judged once the session ended or a day passed since them, and each
@@ -26,13 +29,15 @@ from projections.recall.words import terms
 from schemas import kinds, memory
 from workers.thinking.follower import Derived
 
-Judged = Literal["used", "failed"]
+Judged = Literal["used", "unused", "failed"]
 JUDGE_AFTER = timedelta(days=1)
 USED_SHARE = 1 / 3
 USED_AT_LEAST = 2
 
 _RECALLS = """
-SELECT DISTINCT r.event_id, r.session_id, r.project, r.ts, m.memory_id, m.text, f.superseded_at IS NOT NULL
+SELECT DISTINCT r.event_id, r.session_id, r.project, r.ts, m.memory_id,
+    CASE m.kind WHEN 'passage' THEN split_part(m.text, chr(10), 1) ELSE m.text END,
+    f.superseded_at IS NOT NULL
 FROM (SELECT event_id, session_id, project, ts, unnest(results) AS memory_id FROM retrievals) r
 JOIN memory_texts m USING (memory_id)
 LEFT JOIN sessions s ON s.session_id = r.session_id
@@ -50,6 +55,8 @@ WITH recalling AS (SELECT DISTINCT session_id FROM retrievals)
 SELECT session_id, ts, text FROM messages JOIN recalling USING (session_id)
 UNION ALL
 SELECT session_id, ts, input_summary FROM tool_uses JOIN recalling USING (session_id)
+UNION ALL
+SELECT session_id, ts, text FROM passages JOIN recalling USING (session_id) WHERE action = 'said'
 ORDER BY session_id, ts
 """
 
@@ -61,7 +68,7 @@ def judgments(db: duckdb.DuckDBPyConnection, now: datetime) -> Iterator[Derived]
         _RECALLS, {"settled": now - JUDGE_AFTER}
     ).fetchall():
         said_after = set().union(*(words for at, words in later.get(session_id, []) if at > ts))
-        cause: Judged = "used" if not contradicted and used(text, said_after) else "failed"
+        cause: Judged = "failed" if contradicted else "used" if used(text, said_after) else "unused"
         payload = memory.ActivationRecorded(memory_id=memory_id, at=ts, cause=cause)
         yield Derived(
             kinds.ACTIVATION_RECORDED, payload, project, (event_id,), session_id, f"{memory_id}:judged"

@@ -10,7 +10,7 @@ Three tiers, after HORA:
   orders memories: a fact nothing contradicts stays recallable however long it goes unused, so
   that importing a year of transcripts and running every job keeps every fact (what may leave
   recall: docs/dynamics.md).
-- **T3, long term** (`long_term`): a fact stated or recalled in 3 or more sessions is promoted
+- **T3, long term** (`long_term`): a fact stated or used in 3 or more sessions is promoted
   (`tier.promoted`).
 
 Sessions whose last event is more than 30 days old are archived (`tier.promoted` to `archived`,
@@ -33,8 +33,8 @@ from workers.thinking.follower import Derived
 PROMOTION_SESSIONS = 3
 ARCHIVE_AFTER = timedelta(days=30)
 
-# The sessions each fact was stated or recalled in: its events' causes, and the recalls that
-# returned it.
+# The sessions each fact was stated or used in: its events' causes, and the recalls that gave it
+# to an agent that then used it (workers/dynamics/decay.py).
 _FACT_SESSIONS = """
 WITH said AS (
     SELECT event_id, session_id FROM prompts
@@ -46,8 +46,11 @@ SELECT fact_id, session_id, min(event_id) AS first FROM (
     SELECT h.fact_id, s.session_id, s.event_id
     FROM fact_history h JOIN provenance p ON p.event_id = h.event_id JOIN said s ON s.event_id = p.caused_by
     UNION ALL
-    SELECT r.memory_id, t.session_id, t.event_id
-    FROM (SELECT event_id, unnest(results) AS memory_id FROM retrievals) r JOIN retrievals t USING (event_id)
+    SELECT a.memory_id, r.session_id, r.event_id
+    FROM activation_log a
+    JOIN provenance p ON p.event_id = a.event_id
+    JOIN retrievals r ON r.event_id = p.caused_by
+    WHERE a.cause = 'used'
 ) WHERE session_id IS NOT NULL
 GROUP BY ALL
 """
@@ -70,7 +73,7 @@ def lifecycle(db: duckdb.DuckDBPyConnection, now: datetime) -> Iterator[Derived]
 
 
 def _sessions_per_fact(db: duckdb.DuckDBPyConnection) -> dict[str, list[str]]:
-    """Each fact's sessions, as the first event of each that stated or recalled it, oldest first."""
+    """Each fact's sessions, as the first event of each that stated or used it, oldest first."""
     found: dict[str, list[str]] = {}
     for fact_id, first in db.execute(
         f"SELECT fact_id, first FROM ({_FACT_SESSIONS}) ORDER BY 1, 2"
@@ -84,7 +87,7 @@ def _promoted(fact_id: str, project: str, tier: str, sessions: list[str]) -> Der
         memory_id=fact_id,
         from_tier="short_term" if tier != "working" else "working",
         to_tier="long_term",
-        reason=f"stated or recalled in {len(sessions)} sessions",
+        reason=f"stated or used in {len(sessions)} sessions",
     )
     # the first three sessions' first events: a later session does not change what promoted it
     causes = tuple(sessions[:PROMOTION_SESSIONS])
