@@ -232,18 +232,27 @@ def test_each_memory_says_why_it_was_given_or_left_out() -> None:
         "how long do the tail workers wait before they ingest", found, QUERY, no_passages, rarity
     )
     assert [(m.memory_id, m.passed) for m in shown] == [
-        ("a", "the model puts it at 0.45 of the prompt, the floor being 0.2")
+        (
+            "a",
+            "the model puts it at 0.45 of the prompt, the floor being 0.25,"
+            " and it holds 60% of the prompt's words",
+        )
     ]
     assert left == {
         "q": "a question asked before (the prompt's earlier copy, or a question), no answer",
         "d": "what it says, one given before it said",
-        "far": "the model puts it at 0.10, below the floor 0.2",
-        "chat": "the model puts it at 0.05, below the floor 0.2",
+        "far": "the model puts it at 0.10, below the floor 0.25",
+        "chat": "the model puts it at 0.05, below the floor 0.25",
     }
     nothing = [memory("x", "the project depends on ash 3.0", similarity=0.25)]
     assert block.select_explained("explain python decorators", nothing, QUERY, no_passages, rarity) == (
         [],
-        {"x": "nothing answers: the nearest is at 0.25, the block's floor 0.3"},
+        {"x": "it holds 0% of the prompt's words (by rarity), too few for a memory the model puts at 0.25"},
+    )
+    nothing = [memory("x", "python decorators wrap a function", similarity=0.28)]
+    assert block.select_explained("explain python decorators", nothing, QUERY, no_passages, rarity) == (
+        [],
+        {"x": "nothing answers: the nearest is at 0.28, the block's floor 0.3"},
     )
 
 
@@ -266,3 +275,14 @@ def test_a_passage_is_shown_under_where_it_came_from() -> None:
     assert shown.text.startswith("Read assets/package.json: ") and '"test": "vitest run"' in shown.text
     assert len(shown.text) < len(text)  # the window that answers, not the whole passage
     assert render.render([shown], 2_000).count("Read assets/package.json") == 1
+
+
+def test_a_request_that_tells_nothing_and_a_memory_sharing_no_word_are_no_answer() -> None:
+    """The user's earlier requests ("write a limerick ...") tell nothing to give again, and the
+    model puts a project's facts above the floor for questions of its field it does not answer."""
+    limerick = memory("l", "write a limerick about a cat who hates Mondays", kind="prompt", similarity=0.45)
+    deploy = memory("d", "deploy with `fly deploy --remote-only` from now on", kind="prompt", similarity=0.45)
+    depends = memory("f", "spotter uses, to develop, usage_rules ~> 1.0", similarity=0.35)
+    assert chosen("write a haiku about autumn leaves and a cat", [limerick]) == []
+    assert chosen("unique_ptr vs shared_ptr, when do I need each?", [depends]) == []
+    assert [m.memory_id for m in chosen("how do we deploy the app?", [limerick, deploy])] == ["d"]

@@ -53,7 +53,10 @@ if TYPE_CHECKING:  # the vectors' module loads Arrow: reflection's asker reads b
     from projections.vectors import Vector
 
 BLOCK_FLOOR = 0.3
-ITEM_FLOOR = 0.2
+ITEM_FLOOR = 0.25
+SHARED = 0.1  # of the prompt's words (each weighing its rarity) an item holds, unless NEAR
+RAW_SHARED = 0.15  # ... a turn of chat or a passage holds, whatever the model says
+NEAR = 0.5
 OPINION_FLOOR = 0.5
 ECHO = 0.9
 RAW_WEIGHT = 0.8
@@ -62,6 +65,7 @@ LONG = 420
 EXCERPT = 360
 MAX_ITEMS = 6
 RAW = ("prompt", "message", "task", "said", "passage")  # what was said and shown, not distilled
+REQUESTS = ("prompt", "task")  # what the user (or the agent, of a subagent) asked for
 REFLECTION = ("opinion", "observation")
 # What a memory's text is cut into, each part said once: a short memory's sentences; a long one's
 # lines (a summary's bullets), a line past _LINE_MAX characters at its sentences.
@@ -84,6 +88,8 @@ _ASKS = re.compile(rf"\?\s*$|{_ASKING}", re.IGNORECASE)  # a first sentence: a q
 _ASKS_LAST = re.compile(
     rf"{_ASKING}|^(?!\s*(?:(?:can|could|would|will)\s+you|please)\b).*\?\s*$", re.IGNORECASE
 )
+# code in a request: a command's flag (`--remote-only`, `-x`), or words between backticks
+_CODE = re.compile(r"(?<![\w-])--?[A-Za-z][\w-]*|`[^`\n]+`")
 _STATES_A_RULE = re.compile(r"\b(?:always|never|from now on|toujours|jamais|désormais)\b", re.IGNORECASE)
 
 # the passages of long memories: memory id -> each chunk's text and vector
@@ -133,7 +139,9 @@ def select_explained(
     long = [m.memory_id for m in found if len(m.text) > LONG]
     chunks = passages(long) if long else {}
     left: dict[str, str] = {}
-    ranked = _ranked([_nearest(m, chunks.get(m.memory_id, []), query) for m in found], names, asked, left)
+    weights = {w: rarity(w) for w in asked - NEGATIONS}  # a "not" in common tells nothing of the subject
+    nearest = [_nearest(m, chunks.get(m.memory_id, []), query) for m in found]
+    ranked = _ranked(nearest, names, asked, weights, left)
     held = [words for text in known for line in _split(text, _LINE_MAX) if (words := word_set(line))]
     said: frozenset[str] = frozenset()
     shown: list[Shown] = []
@@ -156,7 +164,7 @@ def select_explained(
             continue
         said |= word_set(" ".join(line for _, line in fresh))
         text = _joined(fresh) if fresh[0][1] == heading else f"{heading} {_joined(fresh)}".lstrip()
-        why = passed(memory, names, asked) or ""
+        why = passed(memory, names, asked, weights) or ""
         near = memory.similarity
         shown.append(
             Shown(
@@ -167,7 +175,11 @@ def select_explained(
 
 
 def _ranked(
-    found: Sequence[Scored], names: list[re.Pattern[str]], asked: frozenset[str], left: dict[str, str]
+    found: Sequence[Scored],
+    names: list[re.Pattern[str]],
+    asked: frozenset[str],
+    weights: dict[str, float],
+    left: dict[str, str],
 ) -> list[Scored]:
     """The memories that may answer, the distilled first; none if memory does not answer at
     all (see the module's docstring, 1 to 3). Why each other is left out goes into `left`."""
@@ -181,10 +193,10 @@ def _ranked(
             answers.append(m)
     near = []
     for m in answers:
-        if passed(m, names, asked):
+        if passed(m, names, asked, weights):
             near.append(m)
         else:
-            left[m.memory_id] = _not_near(m)
+            left[m.memory_id] = _not_near(m, _shared(m, weights))
     if not any(m.similarity >= BLOCK_FLOOR or _holds(m, names) for m in near):
         best = max((m.similarity for m in near), default=0.0)
         left.update(
@@ -199,15 +211,21 @@ def _ranked(
     return sorted((m for m in near if m.memory_id not in stood_for), key=_rank)
 
 
-def _not_near(memory: Scored) -> str:
+def _not_near(memory: Scored, shared: float) -> str:
     """Why `memory` is not near enough the prompt (`passed` says None), in words."""
     if memory.kind in REFLECTION:
         return (
             f"an opinion the model puts at {memory.similarity:.2f}, below an opinion's floor {OPINION_FLOOR}"
         )
-    if memory.kind in RAW and memory.similarity >= ITEM_FLOOR:
-        return "a turn of chat sharing no word with the prompt (the model's nearness alone is not enough)"
-    return f"the model puts it at {memory.similarity:.2f}, below the floor {ITEM_FLOOR}"
+    if memory.kind in REQUESTS and not _tells(memory.text):
+        return "a request that states no rule and names nothing from code: it tells nothing to give again"
+    if memory.similarity < ITEM_FLOOR:
+        return f"the model puts it at {memory.similarity:.2f}, below the floor {ITEM_FLOOR}"
+    return (
+        f"it holds {shared:.0%} of the prompt's words (by rarity), too few for a"
+        f" {'turn of chat or a passage' if memory.kind in RAW else 'memory'} the model puts at"
+        f" {memory.similarity:.2f}"
+    )
 
 
 def _rank(memory: Scored) -> float:
@@ -227,7 +245,9 @@ def _nearest(memory: Scored, chunks: list[tuple[str, Vector]], query: Vector) ->
     return msgspec.structs.replace(memory, similarity=max(memory.similarity, round(nearest, 6)))
 
 
-def passed(memory: Scored, names: list[re.Pattern[str]], asked: frozenset[str]) -> str | None:
+def passed(
+    memory: Scored, names: list[re.Pattern[str]], asked: frozenset[str], weights: dict[str, float]
+) -> str | None:
     """Why `memory` is near enough the prompt to be shown, in words; None when it is not."""
     near = f"the model puts it at {memory.similarity:.2f} of the prompt"
     if memory.kind in REFLECTION:  # an answer to a question: for a prompt near it only
@@ -239,9 +259,33 @@ def passed(memory: Scored, names: list[re.Pattern[str]], asked: frozenset[str]) 
     held = [name.pattern for name in names if name.search(memory.text)]
     if held:
         return f"it holds a name from the prompt ({_name_of(held[0])})"
-    if memory.kind in RAW and not (word_set(memory.text) & asked) - NEGATIONS:  # near to the model only
+    if memory.kind in REQUESTS and not _tells(memory.text):
         return None
-    return f"{near}, the floor being {ITEM_FLOOR}" if memory.similarity >= ITEM_FLOOR else None
+    if memory.similarity < ITEM_FLOOR:
+        return None
+    shared = _shared(memory, weights)
+    if shared < (RAW_SHARED if memory.kind in RAW else 0.0) or (shared < SHARED and memory.similarity < NEAR):
+        return None  # near to the model only: it puts unrelated texts of one field above the floor
+    return f"{near}, the floor being {ITEM_FLOOR}, and it holds {shared:.0%} of the prompt's words"
+
+
+def _tells(request: str) -> bool:
+    """Whether a request says more than what it asked for: it states a rule ("always ...", "never
+    ..."), or names something from code (`fly deploy --remote-only`, a path, a route), which a
+    later question may need verbatim. "Write a haiku" or "add a search bar to the products page"
+    tells nothing memory should give again."""
+    return (
+        _STATES_A_RULE.search(request) is not None
+        or bool(_names(request))
+        or _CODE.search(request) is not None
+    )
+
+
+def _shared(memory: Scored, weights: dict[str, float]) -> float:
+    """The share of the prompt's words `memory` holds, each weighing its rarity."""
+    whole = sum(weights.values())
+    held = word_set(memory.text) & weights.keys()
+    return sum(weights[w] for w in held) / whole if whole else 0.0
 
 
 def _name_of(pattern: str) -> str:
@@ -275,11 +319,15 @@ def asked_before(kind: str, text: str, asked: frozenset[str]) -> bool:
     states no rule anywhere."""
     if kind != "prompt":
         return False
-    if jaccard(word_set(text), asked) >= ECHO:
-        return True
+    return jaccard(word_set(text), asked) >= ECHO or asks(text)
+
+
+def asks(text: str) -> bool:
+    """Whether a prompt asks rather than tells: its first sentence asks, or its last asks to know
+    rather than for work, and it states no rule anywhere."""
     first = _FIRST_SENTENCE.match(text.strip())
-    asks = _ASKS.search(first.group() if first else "") or _ASKS_LAST.search(_last_sentence(text))
-    return asks is not None and _STATES_A_RULE.search(text) is None
+    asking = _ASKS.search(first.group() if first else "") or _ASKS_LAST.search(_last_sentence(text))
+    return asking is not None and _STATES_A_RULE.search(text) is None
 
 
 def _last_sentence(text: str) -> str:

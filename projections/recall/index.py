@@ -27,6 +27,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from projections.recall.block import asks
 from projections.recall.timeframes import tells_time
 from projections.recall.words import terms
 from projections.vectors import KEY_SEPARATOR, Vector, Vectors, held_keys, vector_matrix
@@ -208,6 +209,9 @@ class Rows:
         self.ts: npt.NDArray[np.int64] = index.ts.view()
         self.dated: Mask = index.dated.view()  # its text tells a time ("last Friday", "in May")
         self.asks: Mask = index.asks.view()  # its text asks something (a question mark)
+        # a prompt that asks rather than tells (block.asks): no answer, and, for a recall that
+        # wants answers only, not even a memory whose words count (asking again changes nothing)
+        self.question: Mask = index.question.view()
         self.alive: Mask = index.alive.view()
         self.vocabulary = index.vocabulary  # only grows; words new since are found in no postings
         self._postings = index.postings
@@ -219,10 +223,14 @@ class Rows:
         as_of: datetime | None = None,
         span: Window | None = None,
         bm25: Bm25 = BM25,
+        questions: bool = True,
     ) -> Scope:
         """The live rows of `project` and the global ones (None: all), of `as_of` or before,
-        inside `span`, their words scored by BM25 with `bm25`'s constants."""
+        inside `span`, their words scored by BM25 with `bm25`'s constants; without the prompts
+        that ask, unless `questions`."""
         mask = self.alive.copy()
+        if not questions:
+            mask &= ~self.question
         if project is not None:
             code = self.projects.get(project)
             mask &= (self.project == GLOBAL) | (self.project == code if code is not None else False)
@@ -275,6 +283,7 @@ class MemoryIndex:
         self.ts = _Column(np.int64)
         self.dated = _Column(np.bool_)
         self.asks = _Column(np.bool_)
+        self.question = _Column(np.bool_)
         self.alive = _Column(np.bool_)
         self.held: dict[str, int] = {}  # memory_id, KEY_SEPARATOR, content_hash -> its live row
         self.row_of: dict[str, int] = {}  # memory_id -> its newest live row
@@ -387,6 +396,7 @@ class MemoryIndex:
         self.lengths.extend([self._index_words(start + i, text) for i, text in enumerate(joined)])
         self.dated.extend([tells_time(text) for text in joined])
         self.asks.extend(["?" in text for text in joined])
+        self.question.extend([k == "prompt" and asks(text) for k, text in zip(kinds, joined, strict=True)])
         self._settle()
         # a reworded memory's old text stays until the embedder removes it: the newer row answers
         for offset, (memory_id, content_hash) in enumerate(

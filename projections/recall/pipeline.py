@@ -185,7 +185,9 @@ class Recaller:
         gives the agent nothing Claude Code loads itself."""
         now = now or datetime.now(UTC)
         fusion = fusion or self.fusion
-        prepared = self.prepare(prompt, project=project, as_of=as_of, now=now, deadline=deadline)
+        prepared = self.prepare(
+            prompt, project=project, as_of=as_of, now=now, deadline=deadline, questions=not answers_only
+        )
         rows, query, candidates, table = prepared.rows, prepared.query, prepared.candidates, prepared.table
         said = word_set(prepared.prompt)
         fused, components = _fused(table, fusion)
@@ -236,10 +238,13 @@ class Recaller:
         as_of: datetime | None = None,
         now: datetime | None = None,
         deadline: float | None = None,
+        questions: bool = True,
     ) -> Prepared:
         """Everything recall computes of `prompt` before fusing: its gist, task and queries, the
         time it names, its vector, the candidates and their components. The costly part of a
-        recall (the model, BM25, DuckDB's graph); Overdue past `deadline`."""
+        recall (the model, BM25, DuckDB's graph); Overdue past `deadline`. Without `questions`,
+        the prompts that ask are no memories at all: neither candidates nor counted in BM25's
+        statistics, so that asking a question, or asking it again, changes no answer."""
         if self.memories.follow:
             self.refresh()
         rows = self.index.rows
@@ -247,7 +252,7 @@ class Recaller:
         task = classify(prompt)
         asked = queries(prompt, task)
         span = window(prompt, as_of or now or datetime.now(UTC))
-        query, candidates = self._candidates(rows, prompt, asked, span, project, as_of)
+        query, candidates = self._candidates(rows, prompt, asked, span, project, as_of, questions)
         _in_time(deadline)
         vague = span is not None and span.vague
         table = self._table(rows, query, candidates, project, vague, asks_when(prompt))
@@ -335,10 +340,11 @@ class Recaller:
         span: Window | None,
         project: str | None,
         as_of: datetime | None,
+        questions: bool = True,
     ) -> tuple[Vector, Candidates]:
         """The prompt's vector and what the retrievers found: the model and DuckDB work in
         threads while numpy searches the words."""
-        scope = rows.scope(project, as_of, bm25=self.bm25)
+        scope = rows.scope(project, as_of, bm25=self.bm25, questions=questions)
         encoded = self._pool.submit(self.vector_of, asked[0].text)
         graph = self._pool.submit(self._graph, prompt)
         try:
@@ -361,7 +367,7 @@ class Recaller:
         _note(found, rows.ids[best(cosines, self.depth, in_sessions)], "session")  # their best turns
         in_window: set[str] = set()
         if span:  # the best matches among the memories of that time
-            inside = rows.scope(project, as_of, _recorded_about(span), self.bm25)
+            inside = rows.scope(project, as_of, _recorded_about(span), self.bm25, questions)
             in_window.update(rows.ids[inside.nearest(cosines, self.depth)])
             in_window.update(rows.ids[inside.matching(inside.bm25(prompt), self.depth)])
             _note(found, sorted(in_window), "temporal")
@@ -413,7 +419,9 @@ class Recaller:
         values["fulltext"] = fulltext / total_weight
         by_session = np.zeros(rows.count)  # a turn's session's score; other memories have none
         by_session[rows.turn] = candidates.sessions[rows.session[rows.turn]]
-        values["session"] = z_scores(by_session, among, picked)
+        # a memory that is no turn (a fact, a passage) has no session to be read with: neutral,
+        # not the z-score of a session that matched nothing
+        values["session"] = np.where(rows.turn[picked], z_scores(by_session, among, picked), 0.0)
         return values
 
 
