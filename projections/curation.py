@@ -192,7 +192,7 @@ SELECT since, id, line, trusted, came_from, a.approved FROM (
         NOT EXISTS (SELECT 1 FROM provenance v JOIN projections.folded c ON c.id = v.caused_by
                     WHERE v.subject = e.episode_id AND c.source = '{kinds.SOURCE_IMPORT_JSON}') AS trusted,
         'an episode of an imported session' AS came_from
-    FROM episodes e WHERE project = $project AND consolidated_into IS NULL AND session_id IS NOT NULL
+    FROM episodes e WHERE project = $project AND session_id IS NOT NULL
         AND title IS NOT NULL
         AND NOT EXISTS (SELECT 1 FROM forgotten x WHERE x.memory_id = e.episode_id AND x.project = e.project)
     UNION ALL

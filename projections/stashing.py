@@ -1,12 +1,14 @@
 """Where a session stands, read from a snapshot, for `reverie stash`: what the compaction manifest
 holds (projections/recall/memories.py MANIFEST: the project's last decisions, the files the
-session touched, its last errors), the steps its agent last said were left, and its goal, the
-user's first prompt in it (not a slash command). Deterministic: the same snapshot gives the same
-stash. Costs a few indexed queries. `turns` gives what was said in it, for an LLM to word it.
+session touched; projections/steps.py: the errors nothing after them shows solved), the steps
+its agent last said were left, and its goal, the user's first prompt in it (not a slash
+command). Deterministic: the same snapshot gives the same stash. Costs a few indexed queries.
+`turns` gives what was said in it, for an LLM to word it.
 """
 
 import duckdb
 
+from projections import steps
 from projections.recall.memories import LAST_MESSAGE, MANIFEST
 from schemas.manifest import next_steps
 from schemas.observed import SessionStashed
@@ -71,7 +73,7 @@ def standing(db: duckdb.DuckDBPyConnection, project: str, session_id: str, name:
         session_id=session_id,
         goal=_short(goal[0]) if goal else None,
         decisions=values(MANIFEST["key_decisions"]),
-        open_threads=values(MANIFEST["blockers"]),
+        open_threads=steps.blockers(steps.reading(db, session_id)),
         next_steps=next_steps(last[0] if last else None),
         files=values(MANIFEST["files_touched"]),
     )

@@ -106,14 +106,18 @@ def correct(settings: Settings, wrong: str, text: str, *, source: str) -> Record
     """Record that the fact `wrong` no longer holds and `text` says what does (`fact.corrected`):
     the wrong one is forgotten as it is folded, and extraction derives the fact that holds now
     from this event alone (what the wrong one was about: its subject, relation, object, project
-    and scope), superseding the wrong one. The answer names the fact that holds now. ValueError
-    if no current fact has that id, or `text` is empty."""
+    and scope, in the user's words), superseding the wrong one, and the user's prompts that
+    stated the wrong one (`stated_in`) by it. The answer names the fact that holds now.
+    ValueError if no current fact has that id, or `text` is empty."""
     text = " ".join(text.split())[:TEXT_LIMIT]
     if not text:
         raise ValueError("what holds instead? the correction is empty")
     old = _current_fact(settings, wrong)
     kept = ("source", "relation", "target", "category", "memory_type", "network", "scope", "updated_by")
-    said = msgspec.convert({"fact_id": wrong, "text": text, **{k: old[k] for k in kept}}, FactCorrected)
+    said = msgspec.convert(
+        {"fact_id": wrong, "text": text, "stated_in": old["stated_in"], **{k: old[k] for k in kept}},
+        FactCorrected,
+    )
     done = record(settings, source, kinds.FACT_CORRECTED, said, old["project"])
     return msgspec.structs.replace(done, memory_id=corrected_fact_id(old["project"], wrong, text))
 
@@ -184,19 +188,42 @@ def _row(settings: Settings, query: str, wanted: str) -> dict[str, Any] | None:
     return dict(zip(columns, found[0], strict=True)) if found else None
 
 
-def _current_fact(settings: Settings, wanted: str) -> dict[str, Any]:
-    """What the current fact `wanted` is about, as the newest snapshot has it; ValueError if none."""
-    from projections.folds import current
+# the user's own prompts the fact `$id` was asserted from (extraction's statements), with their words
+_STATED_IN = f"""
+SELECT DISTINCT q.event_id, q.clean FROM fact_history h
+JOIN provenance v ON v.event_id = h.event_id
+JOIN prompts q ON q.event_id = v.caused_by
+WHERE h.fact_id = $id AND h.kind = '{kinds.FACT_ASSERTED}' AND q.agent = 'main'
+ORDER BY q.event_id"""
+STATED = 0.8  # of a fact's words a prompt holds, to be one that stated it (recall's block: SAID)
 
-    found = _row(
-        settings,
+
+def _current_fact(settings: Settings, wanted: str) -> dict[str, Any]:
+    """What the current fact `wanted` is about, as the newest snapshot has it, and the prompts
+    that stated it (`stated_in`: those it was asserted from that hold STATED of its words);
+    ValueError if none."""
+    from projections.folds import current
+    from projections.recall.words import covered, word_set
+    from projections.sql import connect
+
+    query = (
         "SELECT fact_id, source, relation, target, category, memory_type, network, scope, project, "
-        f"updated_by FROM facts WHERE fact_id = $id AND {current()}",
-        wanted,
+        f"updated_by, description FROM facts WHERE fact_id = $id AND {current()}"
     )
-    if found is None:
+    db = connect(settings, files=False)
+    try:
+        cursor = db.execute(query, {"id": wanted.strip()})
+        columns = [d[0] for d in cursor.description or []]
+        found = cursor.fetchall()
+        prompts = db.execute(_STATED_IN, {"id": wanted.strip()}).fetchall() if found else []
+    finally:
+        db.close()
+    if not found:
         raise ValueError(f"no fact holds now with the id {wanted!r}: only a current fact can be corrected")
-    return found
+    fact = dict(zip(columns, found[0], strict=True))
+    words = word_set(fact["description"] or "")
+    fact["stated_in"] = [p for p, said in prompts if words and covered(words, word_set(said or "")) >= STATED]
+    return fact
 
 
 def _known_here(settings: Settings, memory_id: str, project: str) -> None:

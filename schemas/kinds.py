@@ -36,6 +36,8 @@ FACT_ASSERTED = "fact.asserted"
 FACT_SUPERSEDED = "fact.superseded"
 FACT_RECONSOLIDATED = "fact.reconsolidated"
 FACT_EXPIRED = "fact.expired"
+# a memory (something remembered, a prompt) another one replaces: it leaves recall, kept in the log
+MEMORY_SUPERSEDED = "memory.superseded"
 EPISODE_RECORDED = "episode.recorded"
 EPISODE_CONSOLIDATED = "episode.consolidated"
 SIGNAL_DETECTED = "signal.detected"

@@ -114,6 +114,17 @@ class FactExpired(msgspec.Struct, kw_only=True):
     duplicate_of: str | None = None  # the fact it repeats word for word, which stands for it
 
 
+class MemorySuperseded(msgspec.Struct, kw_only=True):
+    """A memory that is no fact no longer holds: `by_memory_id` says what does now. A remembered
+    memory updated by a newer one (the same words about the same subject, a changed value:
+    workers/extraction/updates.py), or the prompt that stated a fact the user corrected. It
+    leaves recall where it held (folded with what was forgotten); the log keeps it."""
+
+    memory_id: str
+    by_memory_id: str
+    reason: str = ""
+
+
 class EpisodeRecorded(msgspec.Struct, kw_only=True):
     episode_id: str
     session_id: str | None = None

@@ -159,9 +159,10 @@ class MemoryApproved(msgspec.Struct, kw_only=True):
 
 class FactCorrected(msgspec.Struct, kw_only=True):
     """The user said the fact `fact_id` is wrong and `text` says what holds instead. It carries
-    what the wrong fact was about (its subject, relation, object, where it goes, its scope) and
-    its newest event (`updated_by`), so the fact that holds now is derived from this event alone
-    (workers/extraction/derive.py), on any machine, and the wrong one is forgotten at once."""
+    what the wrong fact was about (its subject, relation, object, where it goes, its scope), its
+    newest event (`updated_by`) and the user's prompts that stated it (`stated_in`), so the fact
+    that holds now is derived from this event alone (workers/extraction/derive.py), on any
+    machine, and the wrong one is forgotten at once."""
 
     fact_id: str
     text: str
@@ -173,6 +174,8 @@ class FactCorrected(msgspec.Struct, kw_only=True):
     network: Network = "world"
     scope: Scope = "project"
     updated_by: str  # the wrong fact's newest event: the correction comes after it
+    # the prompts whose words stated the wrong fact (extraction read it in them): they say it no more
+    stated_in: list[str] = []
 
 
 # Which of Claude Code's memory files: the project's CLAUDE.md (or .claude/CLAUDE.md), its

@@ -93,6 +93,7 @@ KINDS: dict[str, Kind] = {
         _derived(kinds.FACT_SUPERSEDED, memory.FactSuperseded, "facts", "fact_id"),
         _derived(kinds.FACT_RECONSOLIDATED, memory.FactReconsolidated, "facts", "fact_id"),
         _derived(kinds.FACT_EXPIRED, memory.FactExpired, "facts", "fact_id"),
+        _derived(kinds.MEMORY_SUPERSEDED, memory.MemorySuperseded, "dynamics", "memory_id"),
         _derived(kinds.OPINION_FORMED, memory.OpinionFormed, "facts", "opinion_id"),
         _derived(kinds.OPINION_REVISED, memory.OpinionRevised, "facts", "opinion_id"),
         _derived(kinds.OBSERVATION_FORMED, memory.ObservationFormed, "facts", "observation_id"),

@@ -375,7 +375,7 @@ def test_a_stash_says_where_the_session_stands_in_its_file_and_event(
         session_id=session,
         goal="Build the CSV parser",
         decisions=["Chose csv.reader over pandas for the parser"],
-        open_threads=["Bash: make: *** [test] Error 1"],
+        open_threads=["`make test` failed: make: *** [test] Error 1"],  # its command and its error
         next_steps=["wire the CLI", "update the docs"],
     )
     text = Path(done.path).read_text()

@@ -1,6 +1,7 @@
 """The dream cycle against HORA's react-force-graph example, and its rules: at least 5 episodes of
-the last 7 days, clusters by shared entities and by HDBSCAN, reconsolidation of recurring facts,
-at most 3 distilled facts a cluster; light and skill consolidation."""
+the last 7 days, clusters proposed by shared entities, shared title words and HDBSCAN, and kept
+only where every member shares a named subject, reconsolidation of recurring facts, at most 3
+distilled facts a cluster; light and skill consolidation."""
 
 import random
 from datetime import UTC, datetime, timedelta
@@ -12,10 +13,12 @@ from workers.dynamics.dream import (
     Episode,
     Fact,
     Procedure,
+    _by_meaning,
     clusters,
     dream,
     duplicates,
     skills,
+    words_of,
 )
 
 NOW = datetime(2026, 11, 20, tzinfo=UTC)
@@ -192,13 +195,14 @@ def test_episodes_sharing_two_entities_cluster_as_connected_groups() -> None:
 
 
 def three_groups_and_noise(prefix: str = "ep") -> tuple[list[Episode], dict[str, np.ndarray]]:
-    """Twelve episodes about 3 subjects (4 each, by their embeddings alone) and 2 about nothing
-    else: 14 episodes sharing no entities."""
+    """Twelve episodes about 3 subjects (4 each, near by their embeddings, and each naming its
+    subject's entity, one entity in common: too few to propose them together) and 2 about
+    nothing else."""
     rng = np.random.default_rng(1)
     centres = np.eye(16)[:3]
     episodes, vectors = [], {}
     for n in range(12):
-        episodes.append(Episode(f"{prefix}{n}", NOW, (f"entity:x:{n}",), "/p"))
+        episodes.append(Episode(f"{prefix}{n}", NOW, (f"entity:x:{n}", f"entity:topic:{n % 3}"), "/p"))
         v = centres[n % 3] + rng.normal(0, 0.02, 16)
         vectors[f"{prefix}{n}"] = v / np.linalg.norm(v)
     for n, lone in ((98, np.eye(16)[9]), (99, (np.eye(16)[12] + np.eye(16)[13]) / np.sqrt(2))):
@@ -212,7 +216,10 @@ def test_hdbscan_clusters_the_episodes_that_mean_alike_and_skips_the_noise() -> 
     found = clusters(episodes, vectors)
     assert found == sorted(tuple(sorted(f"ep{n}" for n in range(k, 12, 3))) for k in range(3))
     assert not any("ep98" in c or "ep99" in c for c in found)  # noise
-    assert clusters(episodes, None) == []  # no embeddings, no shared entities: nothing
+    assert clusters(episodes, None) == []  # no embeddings, one shared entity: nothing proposes them
+    # near by their embeddings alone, sharing no subject: nothing
+    alone = [Episode(e.episode_id, e.ended_at, e.entities[:1], "/p") for e in episodes]
+    assert clusters(alone, vectors) == []
 
 
 def test_hdbscan_needs_three_embeddings() -> None:
@@ -221,17 +228,86 @@ def test_hdbscan_needs_three_embeddings() -> None:
     assert clusters(episodes, two) == []
 
 
-def test_overlapping_clusters_of_either_kind_merge() -> None:
+def test_overlapping_proposals_are_cut_by_the_subject_their_members_share() -> None:
     episodes, vectors = three_groups_and_noise()
-    # ep0 (of the group 0, 3, 6, 9) shares two entities with ep1 (of 1, 4, 7, 10), and the noise
-    # ep98 two others with ep99
+    # ep0 (of the group 0, 3, 6, 9) shares two more entities with ep1 (of 1, 4, 7, 10): proposed
+    # together, the two groups are one connected group, which no subject covers; the noise ep98
+    # shares two others with ep99
     one, other = ("entity:s:1", "entity:s:2"), ("entity:s:3", "entity:s:4")
     linked = {"ep0": one, "ep1": one[::-1], "ep98": other, "ep99": other}
     episodes = [
-        Episode(e.episode_id, e.ended_at, linked.get(e.episode_id, e.entities), "/p") for e in episodes
+        Episode(e.episode_id, e.ended_at, e.entities + linked.get(e.episode_id, ()), "/p") for e in episodes
     ]
-    merged = tuple(sorted(f"ep{n}" for n in (0, 1, 3, 4, 6, 7, 9, 10)))
-    assert clusters(episodes, vectors) == [merged, ("ep11", "ep2", "ep5", "ep8"), ("ep98", "ep99")]
+    assert clusters(episodes, vectors) == [
+        ("ep0", "ep3", "ep6", "ep9"),  # topic 0: four, before ep0 and ep1's two
+        ("ep1", "ep10", "ep4", "ep7"),
+        ("ep11", "ep2", "ep5", "ep8"),
+        ("ep98", "ep99"),
+    ]
+
+
+def _hdbscan_groups(episodes: list[Episode], vectors: dict[str, np.ndarray]) -> list[list[str]]:
+    """The groups HDBSCAN alone makes of `episodes`: what proposing by meaning links."""
+    groups: dict[str, list[str]] = {}
+    for first, other in _by_meaning(sorted(e.episode_id for e in episodes), vectors):
+        groups.setdefault(first, [first]).append(other)
+    return list(groups.values())
+
+
+# the sessions of a small project that a dream cycle once lumped as "5 sessions about one subject"
+FIVE = {
+    "ep1": "test_add is failing",
+    "ep2": "add a subtract function",
+    "ep3": "Migrate the users table to add an email column",
+    "ep4": "Write the users table migration for the new index",
+    "ep5": "The users table migration fails on existing rows",
+}
+
+
+ELSEWHERE = {"ep6": "bump the version to 0.3", "ep7": "README typo", "ep8": "rename the --verbose flag"}
+
+
+def five_sessions() -> tuple[list[Episode], dict[str, np.ndarray]]:
+    """The five sessions, without entities, their embeddings all near one another, and three
+    others of the week near one another elsewhere (so HDBSCAN, which never makes one cluster of
+    everything, puts the five in one cluster, as it did)."""
+    rng = np.random.default_rng(5)
+    episodes, vectors = [], {}
+    for n, (episode_id, title) in enumerate({**FIVE, **ELSEWHERE}.items()):
+        episodes.append(Episode(episode_id, NOW - timedelta(hours=10 - n), (), "/calc", title))
+        v = np.eye(16)[0 if episode_id in FIVE else 1] + rng.normal(0, 0.05, 16)
+        vectors[episode_id] = v / np.linalg.norm(v)
+    return episodes, vectors
+
+
+def test_only_the_sessions_that_share_a_subject_are_consolidated_and_the_title_names_it() -> None:
+    episodes, vectors = five_sessions()
+    assert words_of(FIVE["ep1"]) == {"test"}  # "add" is a common action, "failing" what happened
+    assert words_of(FIVE["ep5"]) == {"user", "tabl", "migrat", "exist", "row"}
+    near = {tuple(sorted(FIVE)), tuple(sorted(ELSEWHERE))}
+    assert {tuple(sorted(c)) for c in _hdbscan_groups(episodes, vectors)} == near  # as the model puts them
+    found = dream(episodes, [], [], vectors, NOW)
+    assert found.clusters == [("ep3", "ep4", "ep5")] and found.consolidated == ["ep3", "ep4", "ep5"]
+    assert found.subjects == ["the users table migration"]
+    # the same without embeddings: their titles alone propose them
+    assert dream(episodes, [], [], None, NOW).clusters == [("ep3", "ep4", "ep5")]
+    # two sessions that share one word ("add" is none) share no subject
+    assert clusters(episodes[:2], vectors) == []
+
+
+def test_a_cluster_shared_by_entities_is_named_by_them() -> None:
+    episodes, facts = hora_example()
+    found = dream(episodes, facts, NAMES, None, NOW)
+    assert found.subjects == ["react-force-graph, the user"]  # the entities all three name
+    said = ["Graph view zoom", "the graph view's layout", "a graph view with custom forces", "README", "git"]
+    titled = [
+        Episode(e.episode_id, e.ended_at, e.entities, "/p", t) for e, t in zip(episodes, said, strict=True)
+    ]
+    found = dream(titled, facts, NAMES, None, NOW)
+    assert (found.clusters, found.subjects) == (
+        [("ep1", "ep2", "ep3")],
+        ["graph view, react-force-graph, the user"],
+    )
 
 
 def test_a_fact_recurring_across_a_cluster_gains_0_05_an_occurrence_beyond_two() -> None:

@@ -7,6 +7,7 @@ import os
 import subprocess
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import fakeredis
 import msgspec
@@ -16,12 +17,15 @@ from rq import Queue
 from ingest.emit import append
 from ingest.transcripts import ImportedEvent, find_transcripts, read_transcript
 from projections.event_log import EventLog
-from reverie.testing import imported_event, make_event
+from projections.recall.memories import Continuity, Memories
+from projections.recall.words import jaccard, word_set
+from reverie.testing import Folding, imported_event, make_event
 from schemas import kinds, memory
 from schemas.events import Event
 from schemas.ids import new_event_id
 from schemas.observed import FactCorrected
 from schemas.settings import QUEUE, Settings
+from schemas.text.verdicts import Verdict, verdict
 from tests.support.captures import TRANSCRIPTS
 from tests.support.processes import BIN, Stack, run_hook, wait_for
 from workers.dispatcher import Dispatcher
@@ -30,7 +34,7 @@ from workers.extraction.derive import derive, derive_session
 from workers.extraction.episodes import episodes
 from workers.extraction.files import canonical_name, entity_id, file_entities
 from workers.extraction.manifests import dependencies
-from workers.extraction.settling import StandingFact, settle
+from workers.extraction.settling import DUPLICATE_JACCARD, StandingFact, settle
 from workers.redis_client import connect
 from workers.thinking.follower import Derived
 from workers.thinking.registry import named
@@ -682,24 +686,264 @@ def test_a_fix_said_again_ends_a_block_and_a_summarys_fix_ends_its_earlier_block
 
 def test_a_correction_derives_the_fact_that_holds_in_the_users_words_from_itself_alone() -> None:
     wrong_event = new_event_id(int((NOW - timedelta(days=2)).timestamp() * 1000))
+    stated = new_event_id(int((NOW - timedelta(days=3)).timestamp() * 1000))
     said = FactCorrected(
         fact_id="fact:old", text="The API runs on port 8443", source="project:app", relation="uses",
-        target="entity:port", category="stack", scope="project", updated_by=wrong_event,
+        target="entity:port", category="stack", memory_type="episodic", network="experience",
+        scope="project", updated_by=wrong_event, stated_in=[stated],
     )  # fmt: skip
     correction = make_event(
         kinds.FACT_CORRECTED, said, id=new_event_id(), ts=NOW, recorded_at=NOW, project="/home/u/app",
         source=kinds.SOURCE_DASHBOARD,
     )  # fmt: skip
-    [asserted, superseded] = derive([correction])
+    [superseded, asserted, unsaid] = derive([correction])
     right = memory.corrected_fact_id("/home/u/app", "fact:old", "The API runs on port 8443")
-    assert asserted.kind == kinds.FACT_ASSERTED and superseded.kind == kinds.FACT_SUPERSEDED
+    assert (superseded.kind, asserted.kind) == (kinds.FACT_SUPERSEDED, kinds.FACT_ASSERTED)
     assert asserted.caused_by == superseded.caused_by == (correction.id, wrong_event)
     fact = asserted.payload
     assert isinstance(fact, memory.FactAsserted)
+    # what the wrong one was about (the graph links it there), in the user's words
     assert (fact.fact_id, fact.description, fact.source, fact.relation, fact.target, fact.valid_at) == (
         right, "The API runs on port 8443", "project:app", "uses", "entity:port", NOW,
+    )  # fmt: skip
+    # a standing fact of the user's, held fully: not the episode the wrong one was
+    assert (fact.confidence, fact.memory_type, fact.category, fact.dimensions.who) == (
+        1.0, "semantic", "stack", "the user",
     )  # fmt: skip
     ended = superseded.payload
     assert isinstance(ended, memory.FactSuperseded)
     assert (ended.fact_id, ended.by_fact_id, ended.invalid_at) == ("fact:old", right, NOW)
-    assert list(derive([correction])) == [asserted, superseded]  # the same, however often it runs
+    # the prompt that stated the wrong one says it no more either
+    assert unsaid.kind == kinds.MEMORY_SUPERSEDED and unsaid.caused_by == (correction.id, stated)
+    assert isinstance(unsaid.payload, memory.MemorySuperseded)
+    assert (unsaid.payload.memory_id, unsaid.payload.by_memory_id) == (stated, right)
+    assert list(derive([correction])) == [superseded, asserted, unsaid]  # the same, however often it runs
+
+
+def test_a_correction_stands_in_the_users_words_even_where_they_repeat_the_wrong_facts() -> None:
+    """The user changed one value of a long fact: its words are nearly the wrong one's (a
+    duplicate, to settling) and the model puts them as close; the correction is asserted all the
+    same, never taken for a restatement of the fact it ends."""
+    wrong = "Always install the frontend dependencies with npm ci before running the browser tests in CI"
+    right = (
+        "Always install the frontend dependencies with pnpm install before running the browser tests in CI"
+    )
+    assert jaccard(word_set(wrong), word_set(right)) > DUPLICATE_JACCARD
+    said = FactCorrected(
+        fact_id="fact:npm", text=right, source="project:app", relation="decided_for",
+        category="decisions", updated_by=new_event_id(int((NOW - timedelta(days=1)).timestamp() * 1000)),
+    )  # fmt: skip
+    correction = make_event(
+        kinds.FACT_CORRECTED, said, id=new_event_id(), ts=NOW, recorded_at=NOW, project="/home/u/app",
+        source=kinds.SOURCE_DASHBOARD,
+    )  # fmt: skip
+    standing = StandingFact(
+        fact_id="fact:npm", source="project:app", relation="decided_for", description=wrong,
+        confidence=1.0, memory_type="semantic", versions=1,
+    )  # fmt: skip
+
+    def close(text: str, others: Sequence[str]) -> list[float]:
+        return [0.99] * len(others)
+
+    settled = list(settle(derive([correction]), lambda p: [standing], close))
+    assert [(d.kind, getattr(d.payload, "fact_id", None)) for d in settled] == [
+        (kinds.FACT_SUPERSEDED, "fact:npm"),
+        (kinds.FACT_ASSERTED, memory.corrected_fact_id("/home/u/app", "fact:npm", right)),
+    ]
+    # a restatement by anyone else still strengthens the fact it repeats
+    again = memory.FactAsserted(
+        fact_id="fact:again", source="project:app", relation="decided_for", description=right
+    )
+    [restated] = settle(
+        [Derived(kinds.FACT_ASSERTED, again, "/home/u/app", (correction.id,))], lambda p: [standing], close
+    )
+    assert restated.kind == kinds.FACT_RECONSOLIDATED
+
+
+# A session on a small calculator: what its tests said, what the user said, and what it ended as.
+CALC = "/home/u/calc"
+PYTEST_FAILED = """Exit code 1
+============================= test session starts ==============================
+platform linux -- Python 3.12.3, pytest-8.3.4, pluggy-1.5.0
+rootdir: /home/u/calc
+collected 1 item
+
+tests/test_calc.py F                                                     [100%]
+
+=================================== FAILURES ===================================
+___________________________________ test_add ___________________________________
+
+    def test_add():
+>       assert add(1, 1) == 2
+E       assert 1 == 2
+
+tests/test_calc.py:4: AssertionError
+=========================== short test summary info ============================
+FAILED tests/test_calc.py::test_add - assert 1 == 2
+============================== 1 failed in 0.02s ==============================="""
+TEST_ADD_FAILS = "`pytest tests/test_calc.py` failed: FAILED tests/test_calc.py::test_add - assert 1 == 2"
+
+
+def calc(kind: str, payload: dict[str, Any]) -> Event:
+    return make_event(
+        kind, payload, id=new_event_id(), ts=NOW, recorded_at=NOW, project=CALC, source="test",
+        session_id="calc-1",
+    )  # fmt: skip
+
+
+def asked(prompt: str) -> Event:
+    return calc(kinds.PROMPT_SUBMITTED, {"prompt": prompt})
+
+
+def ran(command: str, output: str, failed: bool = False) -> Event:
+    if failed:
+        return calc(
+            kinds.TOOL_FAILED, {"tool_name": "Bash", "tool_input": {"command": command}, "error": output}
+        )
+    said = {"tool_name": "Bash", "tool_input": {"command": command}, "tool_response": {"stdout": output}}
+    return calc(kinds.TOOL_USED, said)
+
+
+def edited(path: str) -> Event:
+    given = {"file_path": f"{CALC}/{path}", "old_string": "a - b", "new_string": "a + b"}
+    return calc(kinds.TOOL_USED, {"tool_name": "Edit", "tool_input": given, "tool_response": {}})
+
+
+def episode_of(session: list[Event]) -> tuple[memory.EpisodeRecorded, tuple[str, ...]]:
+    [(episode, _, causes)] = episodes(session)
+    return episode, causes
+
+
+def told_next(settings: Settings, session: list[Event]) -> tuple[Continuity, list[str]]:
+    """What the project's next session is told of this one, and where this one stood (its
+    compaction manifest's blockers), as the snapshot of its events says."""
+    folding = Folding(settings)
+    folding.fold(session)
+    folding.close()
+    memories = Memories(settings)
+    try:
+        return memories.continuity(CALC, "calc-2"), memories.manifest(CALC, "calc-1")["blockers"]
+    finally:
+        memories.close()
+
+
+def blocks(session: list[Event]) -> list[str]:
+    return [f.description for f in solved(list(derive_session(session))) if f.relation == "blocked_by"]
+
+
+def test_a_failing_test_fixed_later_is_no_blocker_and_its_episode_a_success(settings: Settings) -> None:
+    session = in_order(
+        [
+            asked("Fix add in calc.py so that the tests pass"),
+            ran("pytest tests/test_calc.py", PYTEST_FAILED, failed=True),
+            edited("calc.py"),
+            ran("pytest tests/test_calc.py", "1 passed in 0.01s"),
+        ]
+    )
+    episode, causes = episode_of(session)
+    fixed = f"{TEST_ADD_FAILS}, then `pytest tests/test_calc.py` passed after editing calc.py"
+    assert episode.outcome == "success" and session[3].id in causes  # the run that told it
+    assert f"Solved error: {fixed}\n" in episode.summary
+    assert "Blocker" not in episode.summary and "test session starts" not in episode.summary
+    assert "Told by: `pytest tests/test_calc.py` passed after failing\nOutcome: success" in episode.summary
+    assert blocks(session) == []
+    told, stood = told_next(settings, session)
+    assert told.blockers == [] and stood == []  # never a blocker, at the next session or after a compaction
+    assert told.solved == [fixed]  # told as solved: the error and what fixed it
+
+
+def test_a_session_ending_on_a_failing_check_is_a_failure_with_that_blocker(settings: Settings) -> None:
+    session = in_order(
+        [
+            asked("Fix add in calc.py so that the tests pass"),
+            ran("pytest tests/test_calc.py", PYTEST_FAILED, failed=True),
+            edited("calc.py"),
+            # the same failure, its exit status lost to a pipe: the output says it
+            ran("pytest tests/test_calc.py 2>&1 | tail -3", PYTEST_FAILED.split("\n", 1)[1][-150:]),
+        ]
+    )
+    episode, _ = episode_of(session)
+    assert episode.outcome == "failure"
+    assert f"Blocker: {TEST_ADD_FAILS}\n" in episode.summary and "Solved error" not in episode.summary
+    assert blocks(session) == [
+        "`pytest tests/test_calc.py` still failed when the session ended: "
+        "FAILED tests/test_calc.py::test_add - assert 1 == 2"
+    ]
+    told, stood = told_next(settings, session)
+    assert told.blockers == [TEST_ADD_FAILS] and stood == [TEST_ADD_FAILS]  # once, its telling line alone
+    assert told.solved == []
+
+
+def test_a_session_whose_user_thanks_the_agent_is_a_success(settings: Settings) -> None:
+    failing = [
+        asked("Fix add in calc.py so that the tests pass"),
+        ran("pytest tests/test_calc.py", PYTEST_FAILED, failed=True),
+        edited("calc.py"),
+    ]
+    session = in_order([*failing, asked("Great, that works, thanks!")])
+    episode, causes = episode_of(session)
+    assert episode.outcome == "success" and session[3].id in causes
+    assert "Told by: the user approved: Great, that works, thanks!\n" in episode.summary
+    assert blocks(session) == []  # the user's thanks say the test they saw failing is solved
+    told, _ = told_next(settings, session)
+    assert told.blockers == []
+    assert told.solved == [f"{TEST_ADD_FAILS}, then the user approved: Great, that works, thanks!"]
+    # a complaint after the thanks has the last word
+    complained = in_order([*failing, asked("Great, that works, thanks!"), asked("hmm, it still fails")])
+    episode, _ = episode_of(complained)
+    assert episode.outcome == "failure" and f"Blocker: {TEST_ADD_FAILS}\n" in episode.summary
+
+
+def test_a_session_where_nothing_tells_how_it_went_stays_unknown(settings: Settings) -> None:
+    session = in_order(
+        [
+            asked("It doesn't work: add(1, 1) gives 0"),  # the request: it judges nothing the agent did
+            calc(kinds.TOOL_USED, {"tool_name": "Read", "tool_input": {"file_path": f"{CALC}/calc.py"}}),
+            edited("calc.py"),
+            ran("pytest tests/test_calc.py", "1 passed in 0.01s"),  # it never failed: no fix
+            ran("grep -rn sub calc.py", "", failed=True),  # a look that found nothing: no error
+            asked("Now add a docstring to sub"),
+        ]
+    )
+    episode, _ = episode_of(session)
+    assert episode.outcome == "unknown"
+    assert "Told by" not in episode.summary and "Blocker" not in episode.summary
+    told, stood = told_next(settings, session)
+    assert told.blockers == told.solved == stood == []
+
+
+@pytest.mark.parametrize(
+    ("said", "heard"),
+    [
+        ("thanks!", "approved"),
+        ("Great, that works", "approved"),
+        ("perfect", "approved"),
+        ("merci", "approved"),
+        ("ok that works, thanks", "approved"),
+        ("LGTM, commit it", "approved"),
+        ("ça marche !", "approved"),
+        ("it still fails", "complained"),
+        ("hmm, doesn't work", "complained"),
+        ("No, that's wrong", "complained"),
+        ("same error", "complained"),
+        ("Thanks, but the tests still fail", "complained"),
+        ("ça ne marche toujours pas", "complained"),
+        ("ça marche pas", "complained"),
+        ("no thanks, use pnpm", None),
+        ("thanks in advance: add a CLI", None),
+        ("merci de corriger le test", None),
+        ("does it work?", None),
+        ("it works locally but not in CI", None),
+        ("super slow build, can you look", None),
+        (
+            "scrolling in xterm.js still does not work, search how tmux handles it",
+            None,
+        ),  # a problem of its own
+        ("[Request interrupted by user]", None),
+        ("```\nFAILED tests/test_a.py - still failing\n```", None),  # pasted output
+    ],
+)
+def test_the_users_words_approve_or_complain_of_the_work_or_say_nothing_of_it(
+    said: str, heard: Verdict | None
+) -> None:
+    assert verdict(said) == heard

@@ -33,6 +33,9 @@ SAMPLES: dict[str, msgspec.Struct] = {
     ),
     kinds.FACT_RECONSOLIDATED: memory.FactReconsolidated(fact_id="f1", confidence=0.7, reason="recalled"),
     kinds.FACT_EXPIRED: memory.FactExpired(fact_id="f1", reason="never recalled in 90 days"),
+    kinds.MEMORY_SUPERSEDED: memory.MemorySuperseded(
+        memory_id="m1", by_memory_id="m2", reason="updated: use pnpm"
+    ),
     kinds.EPISODE_RECORDED: memory.EpisodeRecorded(
         episode_id="p1",
         session_id="s1",

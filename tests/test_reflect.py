@@ -10,14 +10,14 @@ import pytest
 from schemas.disposition import BadDisposition, Disposition, disposition
 from schemas.recall import Scored
 from schemas.settings import Settings
-from workers.dynamics.reflect import opinion_id, reflect, stance, weigh
+from workers.dynamics.reflect import NEAR, opinion_id, reflect, stance, subject, weigh
 
 
 def scored(memory_id: str, text: str, relevance: float = 1.0, kind: str = "fact", **more: float) -> Scored:
-    values = {"activation": 0.0, "recency": 1.0, "confidence": 1.0, **more}
+    values = {"activation": 0.0, "recency": 1.0, "confidence": 1.0, "similarity": 0.0, **more}
     return Scored(
         memory_id, kind, text, None, "p", None, None, relevance, relevance, values["activation"], 1.0,
-        values["recency"], values["confidence"], ["vector"], {},
+        values["recency"], values["confidence"], ["vector"], {}, similarity=values["similarity"],
     )  # fmt: skip
 
 
@@ -63,7 +63,66 @@ def test_evidence_below_an_earlier_question_and_nothing_else_still_argues() -> N
 def test_memory_that_holds_nothing_makes_an_even_opinion() -> None:
     formed = reflect("should we use DuckDB?", "p", [], Disposition())
     assert formed.confidence == 0.5 and not formed.supporting and not formed.contradicting
+    assert (
+        formed.statement == "On 'should we use DuckDB?', memory does not know: nothing it holds speaks to it."
+    )
     assert formed.opinion_id == opinion_id("p", "Should we use  DuckDB?")  # case and spaces aside
+
+
+# what recall gives for "should we use numpy in calc?" in a project about calc: the nearest
+# memories by the model's cosine (all-MiniLM-L6-v2's, measured) and by words, none about numpy
+UNRELATED = [
+    scored("m1", "calc.py has an add function and a subtract function", 1.0, similarity=0.46),
+    scored("m2", "add a subtract function", 0.9, kind="episode", similarity=0.27),
+    scored("m3", "test_add is failing", 0.8, kind="episode", similarity=0.07),
+    scored("m4", "The users table migration adds an email column", 0.7, similarity=-0.04),
+    scored("m5", "the calc CLI prints the result with two decimals", 0.6, similarity=0.4),
+]
+NUMPY = "should we use numpy in calc?"
+
+
+def test_a_question_asks_about_its_subject_not_where_it_is_asked() -> None:
+    assert subject(NUMPY) == {"numpi": True}
+    assert subject("should we rely on numpy in calc?") == {"numpi": True}  # the verb frames it
+    assert subject("in calc, should we avoid numpy?") == {"numpi": False}
+    assert subject("should we use MySQL for the new service?") == {"mysql": True, "sql": True}  # My SQL
+    assert subject("is it a good idea to keep pandas?") == {"panda": True}
+    assert subject("staging cluster") == {"stage": True, "cluster": True}
+    assert subject("what do you think?") == {}
+
+
+def test_unrelated_memories_are_no_support_memory_does_not_know() -> None:
+    formed = reflect(NUMPY, "p", UNRELATED, Disposition())
+    assert formed.supporting == [] and formed.contradicting == []
+    assert formed.statement == f"On {NUMPY!r}, memory does not know: nothing it holds speaks to it."
+    assert formed.confidence == 0.5 and not formed.promote
+
+
+def test_an_anti_pattern_about_the_subject_argues_against_it_whatever_else_recall_found() -> None:
+    anti = scored(
+        "a", "Anti-pattern (it failed): numpy in calc.py made the CLI start in 2 s", 0.5,
+        kind="remembered", similarity=0.52,
+    )  # fmt: skip
+    formed = reflect(NUMPY, "p", [*UNRELATED, anti], Disposition())
+    assert [e.memory_id for e in formed.contradicting] == ["a"] and formed.supporting == []
+    assert formed.statement.startswith(f"On {NUMPY!r}, memory argues against it: Anti-pattern")
+    assert formed.confidence > 0.5
+    # literalism 5 keeps what matches half as well as the best that speaks: the anti-pattern is it
+    assert [e.memory_id for e in weigh([*UNRELATED, anti], Disposition(literalism=5), NUMPY)] == ["a"]
+    # so is a rule against it, and a statement of what went wrong with it
+    for against in (
+        "never use numpy in calc",
+        "don't add numpy, the wheel is 30 MB",
+        "numpy broke the build",
+    ):
+        assert stance(against, NUMPY) == "contradicts", against
+    assert stance("numpy made the matrix code ten times faster", NUMPY) == "supports"
+
+
+def test_a_memory_speaks_without_the_questions_words_only_when_the_model_puts_it_very_near() -> None:
+    near = scored("n", "is a numerical library worth it for the calculator?", 0.5, similarity=NEAR)
+    loose = scored("l", "the calculator should stay dependency-free", 0.5, similarity=0.31)
+    assert [e.memory_id for e in weigh([near, loose, *UNRELATED], Disposition(), NUMPY)] == ["n"]
 
 
 def test_evidence_for_outweighs_evidence_against_and_both_are_surfaced() -> None:
@@ -81,18 +140,23 @@ def test_evidence_for_outweighs_evidence_against_and_both_are_surfaced() -> None
 
 def test_skepticism_asks_for_more_evidence() -> None:
     results = [scored(str(i), f"pytest -x catches it early {i}") for i in range(6)]
-    trusting = reflect("q", "p", results, Disposition(skepticism=1)).confidence
-    doubting = reflect("q", "p", results, Disposition(skepticism=5)).confidence
+    asked = "should we run pytest with -x?"
+    trusting = reflect(asked, "p", results, Disposition(skepticism=1)).confidence
+    doubting = reflect(asked, "p", results, Disposition(skepticism=5)).confidence
     assert trusting > doubting > 0.5
-    assert reflect("q", "p", results, Disposition(skepticism=1)).promote  # (6 + 0.25) / (6 + 0.5) > 0.9
+    assert reflect(asked, "p", results, Disposition(skepticism=1)).promote  # (6 + 0.25) / (6 + 0.5) > 0.9
 
 
 def test_literalism_drops_loose_matches_and_empathy_weighs_the_users_words() -> None:
-    results = [scored("close", "uv for every project", 1.0), scored("loose", "pip is fine", 0.3)]
-    assert {e.memory_id for e in weigh(results, Disposition(literalism=1))} == {"close", "loose"}
-    assert {e.memory_id for e in weigh(results, Disposition(literalism=5))} == {"close"}
-    said = [scored("user", "use uv", kind="prompt"), scored("agent", "use uv", kind="fact")]
-    [user, agent] = weigh(said, Disposition(empathy=5))
+    results = [scored("close", "uv for every project", 1.0), scored("loose", "uv lock is fine", 0.3)]
+    asked = "should we use uv?"
+    assert {e.memory_id for e in weigh(results, Disposition(literalism=1), asked)} == {"close", "loose"}
+    assert {e.memory_id for e in weigh(results, Disposition(literalism=5), asked)} == {"close"}
+    said = [
+        scored("user", "use uv in each project", kind="prompt"),
+        scored("agent", "use uv in each project"),
+    ]
+    [user, agent] = weigh(said, Disposition(empathy=5), asked)
     assert user.weight == pytest.approx(1.5 * agent.weight)
 
 

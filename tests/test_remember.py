@@ -1,6 +1,8 @@
 """Remembering and forgetting by hand: categories told from the text, `reverie remember` and
-`reverie forget` with the stack down (nothing lost), and how both fold; what a new or resumed
-session is told: the project's decisions, each once, and the next steps its agent last named."""
+`reverie forget` with the stack down (nothing lost), and how both fold; a newer memory that
+updates an older one (a changed value) supersedes it, and a correction replaces the fact it
+corrects everywhere; what a new or resumed session is told: the project's decisions, each once,
+and the next steps its agent last named."""
 
 import json
 import os
@@ -11,21 +13,28 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import fakeredis
 import msgspec
 import pytest
 
 from ingest.injection import context_for
 from ingest.spool import spooled
 from projections import sql
-from reverie.testing import Folding, make_event
+from projections.curation import section
+from reverie.remembering import correct
+from reverie.testing import Folding, make_event, streamed
 from schemas import kinds
 from schemas.categories import CATEGORIES, detect_category
 from schemas.events import Event, decode_event
+from schemas.ids import new_event_id
 from schemas.manifest import CompactionManifest, next_steps
+from schemas.memory import MemorySuperseded
 from schemas.observed import MemoryForgotten, MemoryRemembered
 from schemas.recall import RecallRequest
 from schemas.settings import Settings
 from tests.support.processes import REVERIE, Stack, run_hook, wait_for
+from workers.extraction.updates import Remembered, superseded, updates
+from workers.thinking import runner
 
 
 @pytest.mark.parametrize(
@@ -503,3 +512,175 @@ def test_projects_are_as_related_as_the_dependencies_and_entities_they_share(set
         related = {(a, b): round(r, 3) for a, b, r in db.execute("select * from related_projects").fetchall()}
     assert related[("/a", "/b")] == related[("/b", "/a")] == round(1 / 3 * 0.6 + 0.4, 3)
     assert related[("/a", "/c")] == related[("/c", "/b")] == 0.0
+
+
+def extracted(folding: Folding, batch: list[Event]) -> list[Event]:
+    """`batch` archived and folded, extraction run on it as a worker runs it, and what it derived
+    folded in turn: those events."""
+    if folding.projector.db is None:
+        folding.projector.open()
+    path = folding.log.append(batch)
+    folding.projector.catch_up()
+    client = fakeredis.FakeRedis()
+    runner.run("extract", runner.Segment(path, [e.id for e in batch]), client, folding.settings)
+    derived = streamed(client)
+    if derived:
+        folding.fold(derived)
+    return derived
+
+
+def remembered_at(minutes: int, text: str, project: str = "/app") -> Event:
+    when = datetime(2026, 11, 1, tzinfo=UTC) + timedelta(minutes=minutes)
+    return make_event(
+        kinds.MEMORY_REMEMBERED, MemoryRemembered(text=text), id=f"01MA{minutes:022d}", ts=when,
+        recorded_at=when, project=project, source=kinds.SOURCE_CLI,
+    )  # fmt: skip
+
+
+def shown(db: Any, kind: str) -> list[str]:
+    """The texts of `kind` that memory_texts holds (what recall ranks), in time order."""
+    return [
+        t
+        for (t,) in db.execute(f"select text from memory_texts where kind = '{kind}' order by ts").fetchall()
+    ]
+
+
+def test_a_newer_memory_that_changes_a_command_supersedes_the_older_one(
+    settings: Settings, tmp_path: Path
+) -> None:
+    policy = "Install dependencies with `{}` before running the tests"
+    older = remembered_at(1, policy.format("npm ci"))
+    newer = remembered_at(2, policy.format("pnpm install --frozen-lockfile"))
+    folding = Folding(settings)
+    assert extracted(folding, [older]) == []  # nothing to update yet
+    [updated] = extracted(folding, [newer])
+    assert updated.kind == kinds.MEMORY_SUPERSEDED and updated.caused_by == (older.id, newer.id)
+    said = msgspec.json.decode(updated.payload, type=MemorySuperseded)
+    assert (said.memory_id, said.by_memory_id) == (older.id, newer.id)
+    with sql.connect(settings) as db:
+        # recall ranks memory_texts: the agent is handed one command, the newer
+        assert shown(db, "remembered") == [policy.format("pnpm install --frozen-lockfile")]
+        written = " ".join(section(db, "/app").facts)  # CLAUDE.md's memory section
+        assert "pnpm install --frozen-lockfile" in written and "npm ci" not in written
+        # kept in the log and in the table, only no longer recalled
+        assert db.execute("select count(*) from remembered").fetchone() == (2,)
+        assert db.execute(f"select count(*) from events where id = '{older.id}'").fetchone() == (1,)
+        [(reason,)] = db.execute(f"select reason from forgotten where memory_id = '{older.id}'").fetchall()
+        assert reason.startswith(f"superseded by {newer.id}")
+    assert extracted(folding, [newer]) == []  # run again: the older stands no more, nothing more to say
+    folding.close()
+    elsewhere = Folding(Settings(str(tmp_path / "another-machine")))  # the same memories, the same event
+    assert extracted(elsewhere, [older]) == [] and [e.id for e in extracted(elsewhere, [newer])] == [
+        updated.id
+    ]
+    elsewhere.close()
+
+
+def test_two_memories_about_different_subjects_both_stay_however_many_words_they_share(
+    settings: Settings,
+) -> None:
+    folding = Folding(settings)
+    said = [
+        "run unit tests with pytest -q before pushing",
+        "run the linter with ruff check before pushing",
+        "The API runs on port 8080",
+        "The admin API runs on port 9090",
+    ]
+    for minutes, text in enumerate(said):
+        assert extracted(folding, [remembered_at(minutes, text)]) == []
+    with sql.connect(settings) as db:
+        assert shown(db, "remembered") == said
+    folding.close()
+
+
+@pytest.mark.parametrize(
+    ("older", "newer", "updated"),
+    [
+        ("Use Node 18 for the build", "Use Node 20 for the build", True),  # a version
+        ("Run unit tests with pytest -q", "Run unit tests with pytest -x", True),  # a flag
+        ("Config lives in config/dev.toml", "Config lives in config/local.toml", True),  # a path
+        ("The staging cluster is kestrel", "The staging cluster is osprey", True),  # a name
+        ("Always run npm ci in CI", "Always run pnpm install --frozen-lockfile in CI", True),  # a command
+        ("run unit tests with pytest -q", "run the linter with ruff check", False),  # other subjects
+        ("run unit tests with pytest", "run integration tests with pytest", False),
+        ("The production cluster is kestrel", "The staging cluster is kestrel", False),
+        ("Unit tests live in tests/unit", "Integration tests live in tests/integration", False),
+        ("Run `make test` for the backend", "Run `make lint` for the backend", False),  # another command
+        (
+            "Deploys are allowed on Fridays",
+            "Deploys are not allowed on Fridays",
+            False,
+        ),  # turned, not updated
+        ("the deploy key rotates monthly", "the deploy key rotates monthly", False),  # said again
+    ],
+)
+def test_an_update_is_the_same_words_about_the_same_subject_but_for_a_value(
+    older: str, newer: str, updated: bool
+) -> None:
+    assert updates(older, newer) is updated
+
+
+def test_of_two_memories_the_later_supersedes_whichever_arrived_first() -> None:
+    """A memory imported late, older than the one that stands: it is the one superseded; and a
+    subagent's memory, or one in another project, is never another's update."""
+    at = datetime(2026, 11, 1, tzinfo=UTC)
+    standing = [
+        Remembered(
+            event_id="01MB2", project="/app", ts=at + timedelta(days=2), text="Use Node 20 for the build"
+        ),
+        Remembered(
+            event_id="01MB3", project="/app", ts=at, text="Use Node 16 for the build", agent="frontend-dev"
+        ),
+    ]
+    late = remembered_at(0, "Use Node 18 for the build")
+    elsewhere = remembered_at(1, "Use Node 22 for the build", project="/other")
+    found = list(superseded([late, elsewhere], lambda p: [r for r in standing if r.project == p]))
+    assert [(d.payload.memory_id, d.payload.by_memory_id) for d in found] == [(late.id, "01MB2")]  # type: ignore[attr-defined]
+
+
+def test_a_correction_replaces_the_fact_it_corrects_in_the_graph_recall_and_claude_md(
+    settings: Settings,
+) -> None:
+    """As the dashboard corrects: the new fact is about what the wrong one was about (its subject
+    and relation), in the user's words, held fully; the wrong one, and the prompt that stated
+    it, leave recall and CLAUDE.md; the log keeps both."""
+    folding = Folding(settings)
+    when = datetime(2026, 11, 1, tzinfo=UTC)
+    stated = make_event(
+        kinds.PROMPT_SUBMITTED, {"prompt": "remember that the API runs on port 8080", "session_id": "s1"},
+        id=new_event_id(int(when.timestamp() * 1000)), ts=when, recorded_at=when, project="/app",
+        source=kinds.SOURCE_CLAUDE_CODE, session_id="s1",
+    )  # fmt: skip
+    extracted(folding, [stated])
+    with sql.connect(settings) as db:
+        [(wrong, subject, relation)] = db.execute("select fact_id, source, relation from facts").fetchall()
+    done = correct(
+        settings, wrong, "The API runs on port 8443 behind the TLS proxy", source=kinds.SOURCE_DASHBOARD
+    )
+    assert done.went_to == "spool"  # no stack runs: kept until one does
+    [path] = spooled(settings.spool_dir, 0)
+    correction = decode_event(Path(path).read_bytes())
+    assert correction.source == kinds.SOURCE_DASHBOARD
+    assert msgspec.json.decode(correction.payload)["stated_in"] == [stated.id]
+    extracted(folding, [correction])
+    with sql.connect(settings) as db:
+        current = db.execute(
+            "select fact_id, source, relation, description, confidence, memory_type, dimensions->>'who' "
+            f"from facts_current where fact_id in ('{wrong}', '{done.memory_id}')"
+        ).fetchall()
+        assert current == [
+            (done.memory_id, subject, relation, "The API runs on port 8443 behind the TLS proxy", 1.0,
+             "semantic", "the user"),
+        ]  # fmt: skip
+        assert db.execute(f"select superseded_by from facts where fact_id = '{wrong}'").fetchone() == (
+            done.memory_id,
+        )
+        linked = f"select entity_id from memory_entities where memory_id = '{done.memory_id}'"
+        assert db.execute(linked).fetchall() == [(subject,)]  # where the wrong one was, in the graph
+        # recall ranks memory_texts: the correction is there, the wrong fact and its prompt are not
+        assert shown(db, "fact") == ["The API runs on port 8443 behind the TLS proxy"]
+        assert shown(db, "prompt") == []
+        assert db.execute(f"select count(*) from prompts where event_id = '{stated.id}'").fetchone() == (1,)
+        written = " ".join(section(db, "/app").facts)
+        assert "8443" in written and "8080" not in written
+    folding.close()

@@ -106,6 +106,60 @@ def test_the_dream_cycle_consolidates_the_seeds_example_in_a_store(
     assert said(streamed(client), kinds.EPISODE_CONSOLIDATED) == []  # consolidated once
 
 
+def _summary(title: str) -> str:
+    return f"Goal: {title}\nOutcome: unknown"
+
+
+def test_a_dream_consolidates_only_a_shared_subject_names_it_and_empties_no_episode(
+    settings: Settings,
+) -> None:
+    """The five sessions once lumped as "5 sessions about one subject", and their episodes blanked
+    where the sessions are listed: three about the users table migration are consolidated, under
+    that name; every episode keeps its own title and summary, in the table, in recall's texts and
+    on the dashboard's list of sessions."""
+    from reverie.dashboard.reads import Projections, sessions
+    from tests.test_dream import ELSEWHERE, FIVE
+
+    titles = {**FIVE, **ELSEWHERE}
+    events: list[Event] = []
+    for n, (episode_id, title) in enumerate(titles.items()):
+        asked = _event(kinds.PROMPT_SUBMITTED, {"prompt": title}, 10 - n, f"s{n}")
+        episode = memory.EpisodeRecorded(
+            episode_id=episode_id, session_id=f"s{n}", title=title, summary=_summary(title),
+            started_at=asked.ts, ended_at=asked.ts,
+        )  # fmt: skip
+        events += [asked, _event(kinds.EPISODE_RECORDED, episode, 10 - n, f"s{n}", (asked.id,))]
+    folding = Folding(settings)
+    folding.fold(events)
+    client = fakeredis.FakeRedis()
+    run("dream", client=client, settings=settings, at=NOW)
+    emitted = streamed(client)
+    [consolidated] = said(emitted, kinds.EPISODE_CONSOLIDATED)
+    assert consolidated["from_episodes"] == ["ep3", "ep4", "ep5"]
+    assert consolidated["title"] == "3 sessions about the users table migration"
+    assert all(FIVE[e] in consolidated["summary"] for e in ("ep3", "ep4", "ep5")), consolidated["summary"]
+    folding.fold(emitted)
+    folding.close()
+    db = connect(settings)
+    rows = db.execute(
+        "SELECT episode_id, title, summary, consolidated_into FROM episodes "
+        "WHERE session_id IS NOT NULL ORDER BY 1"
+    ).fetchall()
+    assert [(e, t, s) for e, t, s, _ in rows] == [(e, t, _summary(t)) for e, t in sorted(titles.items())]
+    assert {e: into for e, _, _, into in rows if into} == dict.fromkeys(
+        ("ep3", "ep4", "ep5"), consolidated["episode_id"]
+    )
+    texts = dict(db.execute("SELECT memory_id, text FROM memory_texts WHERE kind = 'episode'").fetchall())
+    assert all(texts[e] == f"{t}. {_summary(t)}" for e, t in titles.items())
+    assert texts[consolidated["episode_id"]].startswith("3 sessions about the users table migration. ")
+    listed = Projections(settings)
+    try:
+        shown = {row["session_id"]: row["episode"] for row in sessions(listed, None)}
+    finally:
+        listed.close()
+    assert shown == {f"s{n}": title for n, title in enumerate(titles.values())}
+
+
 def test_communities_are_detected_and_dissolved_as_events(store: Folding, settings: Settings) -> None:
     client = fakeredis.FakeRedis()
     run("communities", client=client, settings=settings)

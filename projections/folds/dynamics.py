@@ -1,5 +1,5 @@
 """The dynamics of memory: recalls and every use of a memory (activation), what was asked to be
-forgotten, tiers, communities."""
+forgotten (and what another memory superseded), tiers, communities."""
 
 from projections.folds.base import json_list, latest
 from schemas import kinds
@@ -16,7 +16,7 @@ CREATE TABLE activation_log (
     event_id VARCHAR, memory_id VARCHAR, activated_at TIMESTAMPTZ, cause VARCHAR, weight DOUBLE,
     PRIMARY KEY (event_id, memory_id)
 );
-CREATE TABLE forgotten (       -- hidden from recall where it was asked; the memory itself is kept
+CREATE TABLE forgotten (       -- hidden from recall where it was asked, or superseded; the memory is kept
     event_id VARCHAR PRIMARY KEY, memory_id VARCHAR, ts TIMESTAMPTZ, reason VARCHAR, source VARCHAR,
     project VARCHAR
 );
@@ -56,6 +56,11 @@ FOLDS: list[tuple[str, str]] = [
         UNION ALL  -- a fact the user corrected is forgotten as they say so
         SELECT id, payload->>'fact_id', ts, 'corrected: ' || coalesce(payload->>'text', ''), source, project
         FROM batch WHERE kind = '{kinds.FACT_CORRECTED}'
+        UNION ALL  -- a memory another replaces (an update of what was remembered): hidden as well
+        SELECT id, payload->>'memory_id', ts,
+            'superseded by ' || (payload->>'by_memory_id') || coalesce(': ' || nullif(payload->>'reason', ''), ''),
+            source, project
+        FROM batch WHERE kind = '{kinds.MEMORY_SUPERSEDED}'
         """,
     ),
     (

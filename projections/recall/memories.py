@@ -17,7 +17,7 @@ import msgspec
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from projections import sql
+from projections import sql, steps
 from projections.folds import current
 from projections.recall.words import covered, word_set
 from projections.store import memories_changed_by
@@ -259,17 +259,16 @@ MANIFEST = {
     "files_touched": """
         SELECT file FROM (SELECT unnest(files_touched) AS file, ts FROM tool_uses WHERE session_id = $session)
         GROUP BY file ORDER BY max(ts) DESC LIMIT 20""",
-    "blockers": """
-        SELECT tool || ': ' || left(error, 200) FROM errors WHERE session_id = $session
-        ORDER BY ts DESC LIMIT 3""",
-}
+}  # and its blockers: projections/steps.py
 LAST_MESSAGE = """
 SELECT text, ts FROM messages WHERE session_id = $session AND project = $project AND text IS NOT NULL
 ORDER BY ts DESC LIMIT 1"""
 
 
 class Continuity(msgspec.Struct, frozen=True):
-    """What a new session of a project should know from the ones before it."""
+    """What a new session of a project should know from the ones before it: the last one's
+    blockers are the errors nothing after them in it shows solved, and the errors it solved are
+    told apart, with what solved them (projections/steps.py)."""
 
     last_summary: str | None
     decisions: list[str]
@@ -277,8 +276,12 @@ class Continuity(msgspec.Struct, frozen=True):
     blockers: list[str]
     preferences: list[str]
     failures: list[str]
+    solved: list[str] = []
 
 
+_LAST_SESSION = """
+SELECT session_id FROM sessions WHERE project = $project AND session_id <> $session
+ORDER BY last_event_at DESC LIMIT 1"""
 _CONTINUITY = {
     "last_summary": """
         SELECT coalesce(
@@ -291,12 +294,6 @@ _CONTINUITY = {
     "files": """
         SELECT file FROM (SELECT unnest(files_touched) AS file, ts FROM tool_uses WHERE project = $project)
         GROUP BY file ORDER BY max(ts) DESC LIMIT 20""",
-    "blockers": """
-        SELECT tool || ': ' || left(error, 200) FROM errors
-        WHERE session_id = (
-            SELECT session_id FROM sessions WHERE project = $project AND session_id <> $session
-            ORDER BY last_event_at DESC LIMIT 1)
-        ORDER BY ts DESC LIMIT 3""",
     "failures": """
         SELECT signature || ' (' || occurrences || 'x)' FROM failures WHERE project = $project
         ORDER BY occurrences DESC LIMIT 5""",
@@ -495,7 +492,15 @@ class Memories:
         found = {name: self._values(query, project, session_id or "") for name, query in _CONTINUITY.items()}
         summary = found.pop("last_summary")
         preferred = self.db().execute(PREFERRED, {"project": project}).fetchall()
-        return Continuity(summary[0] if summary else None, preferences=told_preferences(preferred), **found)
+        last = self._values(_LAST_SESSION, project, session_id or "")
+        read = steps.reading(self.db(), last[0]) if last else None
+        return Continuity(
+            summary[0] if summary else None,
+            preferences=told_preferences(preferred),
+            blockers=steps.blockers(read) if read else [],
+            solved=steps.solved(read) if read else [],
+            **found,
+        )
 
     def remembered_by(self, project: str | None, agent: str, limit: int = 20) -> list[str]:
         """What was remembered for `agent` (a subagent type) in `project` or everywhere, newest
@@ -505,8 +510,9 @@ class Memories:
 
     def manifest(self, project: str | None, session_id: str) -> dict[str, list[str]]:
         """What a compaction manifest holds of `session_id`, as far as the snapshot knows it:
-        key_decisions, files_touched, blockers."""
-        return {name: self._values(query, project, session_id) for name, query in MANIFEST.items()}
+        key_decisions, files_touched, blockers (the errors nothing after them shows solved yet)."""
+        found = {name: self._values(query, project, session_id) for name, query in MANIFEST.items()}
+        return {**found, "blockers": steps.blockers(steps.reading(self.db(), session_id))}
 
     def last_message(self, project: str | None, session_id: str) -> tuple[str, datetime] | None:
         """The agent's last message in `session_id` as far as the snapshot knows, and when."""

@@ -168,7 +168,7 @@ def sessions(db: Projections, project: str | None, offset: int = 0, limit: int =
             s.end_reason, e.title AS episode, e.outcome,
             (SELECT avg(g.sentiment) FROM signals g WHERE g.session_id = s.session_id AND g.signal = 'mood') AS mood
         FROM sessions s
-        LEFT JOIN episodes e ON e.session_id = s.session_id AND e.consolidated_into IS NULL
+        LEFT JOIN episodes e ON e.session_id = s.session_id  -- its own, consolidated or not
         WHERE $project IS NULL OR s.project = $project
         ORDER BY coalesce(s.started_at, s.first_event_at) DESC NULLS LAST, s.session_id
         LIMIT $limit OFFSET $offset

@@ -7,7 +7,9 @@ sessions, and the entities' names; then workers/dynamics/dream.py decides, and t
 - a `fact.reconsolidated` for each fact that recurred 3+ times across a cluster;
 - a `fact.asserted` for each distilled semantic fact (network `observation`: concluded, not
   observed);
-- an `episode.consolidated` per cluster, standing for its episodes (which the fold marks);
+- an `episode.consolidated` per cluster, standing for its episodes and titled with the subject
+  they share ("3 sessions about the users table migration"); the fold links each member to it
+  (`consolidated_into`) and leaves its own title and summary as they were;
 - a `fact.expired` with `duplicate_of` for each exact duplicate, and for each procedure a more
   successful one stands for (light and skill consolidation).
 
@@ -50,7 +52,8 @@ class Snapshot:
         self.project = project
         rows = db.execute(
             """
-            SELECT episode_id, coalesce(ended_at, started_at), entities, updated_by FROM episodes
+            SELECT episode_id, coalesce(ended_at, started_at), entities, updated_by, coalesce(title, '')
+            FROM episodes
             WHERE project = $project AND consolidated_into IS NULL AND session_id IS NOT NULL
                 AND coalesce(ended_at, started_at) >= $since
             ORDER BY episode_id
@@ -58,9 +61,10 @@ class Snapshot:
             {"project": project, "since": now - dream.WINDOW},
         ).fetchall()
         self.episodes = [
-            dream.Episode(e, at, tuple(sorted(entities or [])), project) for e, at, entities, _ in rows
+            dream.Episode(e, at, tuple(sorted(entities or [])), project, title)
+            for e, at, entities, _, title in rows
         ]
-        self.episode_events = {e: by for e, _, _, by in rows}
+        self.episode_events = {e: by for e, _, _, by, _ in rows}
         facts = db.execute(
             _FACTS, {"project": project, "episodes": [e.episode_id for e in self.episodes]}
         ).fetchall()
@@ -130,29 +134,38 @@ def dreamt(snapshot: Snapshot, found: dream.Dream) -> Iterator[Derived]:
         )
         causes = snapshot.causes(distilled.cluster, distilled.evidence)
         yield Derived(kinds.FACT_ASSERTED, fact, project, causes, None, fact.fact_id)
-    names = {e.entity_id: e.name for e in snapshot.entities}
-    for cluster in found.clusters:
-        consolidated = _consolidated(cluster, snapshot, names)
+    for cluster, subject in zip(found.clusters, found.subjects, strict=True):
+        consolidated = _consolidated(cluster, subject, snapshot)
         yield Derived(kinds.EPISODE_CONSOLIDATED, consolidated, project, snapshot.causes(cluster), None)
 
 
-def _consolidated(
-    cluster: Sequence[str], snapshot: Snapshot, names: Mapping[str, str]
-) -> memory.EpisodeConsolidated:
-    members = [e for e in snapshot.episodes if e.episode_id in set(cluster)]
-    shared: dict[str, int] = {}
-    for episode in members:
-        for entity in episode.entities:
-            shared[entity] = shared.get(entity, 0) + 1
-    about = [names.get(e, e) for e, _ in sorted(shared.items(), key=lambda kv: (-kv[1], kv[0]))[:3]]
+_LISTED = 10  # the members' titles a consolidated episode's summary names
+_TITLE = 120  # characters of each
+
+
+def _consolidated(cluster: Sequence[str], subject: str, snapshot: Snapshot) -> memory.EpisodeConsolidated:
+    """The episode that stands for `cluster`, named by the `subject` its members share (the dream
+    finds none without one), its summary naming each member's own title: a memory added beside
+    them, which leaves them as they were."""
+    members = sorted(
+        (e for e in snapshot.episodes if e.episode_id in set(cluster)),
+        key=lambda e: (e.ended_at, e.episode_id),
+    )
     digest = hashlib.blake2b("\0".join(sorted(cluster)).encode(), digest_size=10).hexdigest()
+    titles = [_cut(" ".join(e.title.split())) for e in members if e.title.strip()]
+    more = f"; and {len(titles) - _LISTED} more" if len(titles) > _LISTED else ""
     return memory.EpisodeConsolidated(
         episode_id=f"episode:dream:{digest}",
         from_episodes=sorted(cluster),
-        title=f"{len(members)} sessions about {', '.join(about) or 'one subject'}",
+        title=f"{len(members)} sessions about {subject}",
         summary=f"Consolidated by a dream cycle from {len(members)} episodes between "
-        f"{min(e.ended_at for e in members):%Y-%m-%d} and {max(e.ended_at for e in members):%Y-%m-%d}.",
+        f"{members[0].ended_at:%Y-%m-%d} and {members[-1].ended_at:%Y-%m-%d}"
+        + (f": {'; '.join(titles[:_LISTED])}{more}." if titles else "."),
     )
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= _TITLE else text[: _TITLE - 1] + "…"
 
 
 _STANDING = """

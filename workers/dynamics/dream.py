@@ -4,11 +4,17 @@ follower `dreams` (workers/dynamics/follow.py) hands the runner to emit.
 
 - **Replay.** The episodes given (the job gives the unconsolidated ones) that ended in the
   WINDOW_DAYS (7) before `now`, and only when there are at least MIN_EPISODES (5) of them.
-- **Clusters.** Two episodes are linked when they share 2 or more entities, or when
-  scikit-learn's HDBSCAN puts their embeddings in one cluster (cosine, min_cluster_size 3,
-  min_samples 1; its noise links nothing; not run on fewer than 3 embeddings). A cluster is a
-  connected group of linked episodes, so overlapping groups of either kind merge; a lone episode
-  is no cluster.
+- **Clusters.** Episodes go together only when they are shown to share a subject. Two are
+  proposed together when they share 2 or more entities, or SUBJECT_WORDS (2) or more of their
+  titles' content words (`words_of`), or when scikit-learn's HDBSCAN puts their embeddings in one
+  cluster (cosine, min_cluster_size 3, min_samples 1; its noise proposes nothing; not run on
+  fewer than 3 embeddings); the proposals connect into groups. Nearness proposes, a subject
+  disposes: each group is then cut into clusters whose members all share a named subject (an
+  entity they all name, or SUBJECT_WORDS or more content words all their titles name), the
+  largest first (ties: the subject naming the most, then the smallest ids), until no two of the
+  rest share one. So sessions the model puts near ("test_add is failing", "add a subtract
+  function" and three about the users table migration) make one cluster of the three, about
+  "the users table migration", and leave the other two alone. A lone episode is no cluster.
 - **Reconsolidation.** A fact stated in 3 or more of a cluster's episodes (its `episode_ids`)
   gains 0.05 confidence per episode beyond 2, up to 1.0: 3 give +0.05, 4 give +0.10. As in HORA,
   an episodic fact (what happened once) never changes, and a fact that would not rise is left
@@ -22,19 +28,24 @@ follower `dreams` (workers/dynamics/follow.py) hands the runner to emit.
   react-force-graph"), else the hub `related_to` the other ("X is closely related to Y"). When
   a standing fact that is not episodic already links the two, the link is known: nothing is
   distilled, and it takes none of the 3 places.
-- **Consolidation.** The clustered episodes are consolidated, each cluster into one episode;
-  an episode in no cluster waits for a later cycle (HORA marks every replayed episode).
+- **Consolidation.** The clustered episodes are consolidated, each cluster into one episode
+  named by its subject (`Dream.subjects`: "3 sessions about the users table migration"); the
+  members stay as they were, linked to it. An episode in no cluster waits for a later cycle
+  (HORA marks every replayed episode).
 
 `duplicates` (light consolidation: facts said word for word again) and `skills` (skill
 consolidation: similar procedures, the most successful kept) say which fact stands for which.
 
 Pure and deterministic: the same inputs, in any order, give the same outputs (everything is
-sorted by id before it is counted, clustered or chosen). Costs: linking by shared entities
-counts, for each entity, the pairs of episodes it is in (quadratic in the episodes an entity is
-in); HDBSCAN on cosine works on all pairs of the embedded episodes; `skills` compares every pair
-of procedures.
+sorted by id before it is counted, clustered or chosen). Costs: proposing by shared entities
+and words counts, for each entity and word, the pairs of episodes it is in (quadratic in the
+episodes an entity or a word is in); HDBSCAN on cosine works on all pairs of the embedded
+episodes; cutting a group by subject looks, for each cluster it cuts, at every entity and every
+pair of title words of the group's remaining episodes; `skills` compares every pair of
+procedures.
 """
 
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
@@ -44,10 +55,14 @@ import msgspec
 import networkx as nx
 import numpy as np
 
+from workers.dynamics.crystallize import about
+
 MIN_EPISODES = 5
 WINDOW_DAYS = 7
 WINDOW = timedelta(days=WINDOW_DAYS)
-SHARED_ENTITIES = 2  # entities two episodes share to be linked
+SHARED_ENTITIES = 2  # entities two episodes share to be proposed together
+SUBJECT_WORDS = 2  # content words a cluster's titles must all name, when no entity is common to them
+PHRASE_WORDS = 8  # the longest stretch of a title that says a subject
 MIN_CLUSTER_SIZE = 3  # HDBSCAN's
 PATTERN = 3  # episodes a fact, or a pair of entities, must recur in
 MAX_DISTILLED = 3  # a cluster
@@ -60,6 +75,15 @@ class Episode(msgspec.Struct, frozen=True):
     ended_at: datetime
     entities: tuple[str, ...]
     project: str
+    title: str = ""  # its goal, what it was about (workers/extraction/episodes.py)
+
+
+class Subject(msgspec.Struct, frozen=True):
+    """What every member of a cluster names: entities, and content words of their titles."""
+
+    entities: tuple[str, ...]
+    words: tuple[str, ...]  # as `words_of` reads them (stemmed)
+    phrase: str  # the words as a member's title says them ("the users table migration"), or ""
 
 
 class Fact(msgspec.Struct, frozen=True):
@@ -100,6 +124,7 @@ class Dream(msgspec.Struct, frozen=True):
     reconsolidated: list[Reconsolidation]
     distilled: list[Distilled]
     consolidated: list[str]  # episode ids
+    subjects: list[str] = []  # what each cluster is about, as its title says it (in `clusters`' order)
 
 
 class Procedure(msgspec.Struct, frozen=True):
@@ -123,7 +148,8 @@ def dream(
     recent = [e for e in episodes if now - WINDOW <= e.ended_at <= now]
     if len(recent) < MIN_EPISODES:
         return Dream([], [], [], [])
-    found = clusters(recent, embeddings)
+    grouped = subject_clusters(recent, embeddings)
+    found = [cluster for cluster, _ in grouped]
     by_id = {e.episode_id: e for e in sorted(recent, key=lambda e: (e.episode_id, e.entities))}
     ordered = sorted(facts, key=lambda f: f.fact_id)
     stated = _stated(ordered)
@@ -139,26 +165,156 @@ def dream(
         for d in _distilled(cluster, [by_id[e] for e in cluster], stated, links, linked, names)
     ]
     consolidated = sorted(e for cluster in found for e in cluster)
-    return Dream(found, _reconsolidated(found, stated), distilled, consolidated)
+    subjects = [said(subject, names) for _, subject in grouped]
+    return Dream(found, _reconsolidated(found, stated), distilled, consolidated, subjects)
 
 
 def clusters(
     episodes: Sequence[Episode], embeddings: Mapping[str, np.ndarray] | None
 ) -> list[tuple[str, ...]]:
     """The clusters of `episodes` (see the module's docstring): each sorted, and sorted."""
-    ids = sorted({e.episode_id for e in episodes})
-    links = [*_sharing(episodes), *_by_meaning(ids, embeddings or {})]
-    return [group for group in _components(ids, links) if len(group) >= 2]
+    return [cluster for cluster, _ in subject_clusters(episodes, embeddings)]
 
 
-def _sharing(episodes: Sequence[Episode]) -> list[tuple[str, str]]:
-    """The pairs of episodes that share SHARED_ENTITIES or more entities."""
-    having: dict[str, set[str]] = {}
-    for episode in episodes:
-        for entity in episode.entities:
-            having.setdefault(entity, set()).add(episode.episode_id)
-    shared = Counter(pair for ids in having.values() for pair in combinations(sorted(ids), 2))
-    return sorted(pair for pair, n in shared.items() if n >= SHARED_ENTITIES)
+def subject_clusters(
+    episodes: Sequence[Episode], embeddings: Mapping[str, np.ndarray] | None
+) -> list[tuple[tuple[str, ...], Subject]]:
+    """The clusters of `episodes`, each with the subject all its members share: proposed by
+    shared entities, shared title words and HDBSCAN, cut by subject (see the module's
+    docstring). Each sorted, and sorted."""
+    by_id = {e.episode_id: e for e in sorted(episodes, key=lambda e: (e.episode_id, e.entities, e.title))}
+    ids = sorted(by_id)
+    words = {i: words_of(by_id[i].title) for i in ids}
+    entities = {i: frozenset(by_id[i].entities) for i in ids}
+    links = [
+        *_sharing({i: entities[i] for i in ids}, SHARED_ENTITIES),
+        *_sharing(words, SUBJECT_WORDS),
+        *_by_meaning(ids, embeddings or {}),
+    ]
+    found = [
+        (cluster, _subject(cluster, by_id, entities, words))
+        for group in _components(ids, links)
+        if len(group) >= 2
+        for cluster in _by_subject(group, entities, words)
+    ]
+    return sorted(found, key=lambda found: found[0])
+
+
+# the words that say what happened in a session, or how it went, not what it was about
+_HAPPENED = frozenset(
+    about(
+        "fix fixes fixed fixing fail fails failed failing failure error errors bug bugs issue issues "
+        "problem problems broken work works working help need needs want wants change changes changed "
+        "update updates updated implement implementing look try tries let please thing things code "
+        "session sessions new again still today way ok okay"
+    )
+)
+
+
+def words_of(title: str) -> frozenset[str]:
+    """The content words of an episode's title that can name its subject: as crystallize.about
+    reads them (stop words, the words that make a rule and the common actions left out: "add",
+    "run", "make"), without the words that only say what happened ("fix", "failing", "error")."""
+    return frozenset(word for word, _ in about(title)) - {word for word, _ in _HAPPENED}
+
+
+def _sharing(having: Mapping[str, frozenset[str]], least: int) -> list[tuple[str, str]]:
+    """The pairs of ids whose sets (entities, or title words) share `least` or more members."""
+    holders: dict[str, list[str]] = {}
+    for holder in sorted(having):
+        for member in having[holder]:
+            holders.setdefault(member, []).append(holder)
+    shared = Counter(pair for ids in holders.values() for pair in combinations(ids, 2))
+    return sorted(pair for pair, n in shared.items() if n >= least)
+
+
+def _by_subject(
+    group: tuple[str, ...], entities: Mapping[str, frozenset[str]], words: Mapping[str, frozenset[str]]
+) -> list[tuple[str, ...]]:
+    """`group` (proposed together) cut into clusters whose members all share a subject: an entity,
+    or SUBJECT_WORDS or more title words; the largest first (ties: the one whose members share
+    the most, then the smallest ids), until no two of the rest share one."""
+    # each subject a member names (an entity, a pair of title words), with the members naming it
+    naming: dict[tuple[str, ...], set[str]] = {}
+    for i in group:
+        for entity in entities[i]:
+            naming.setdefault(("entity", entity), set()).add(i)
+        for pair in combinations(sorted(words[i]), SUBJECT_WORDS):
+            naming.setdefault(("words", *pair), set()).add(i)
+    shares = {frozenset(members) for members in naming.values() if len(members) >= 2}
+
+    def rank(members: tuple[str, ...]) -> tuple[int, tuple[str, ...]]:
+        shared = frozenset.intersection(*(entities[i] for i in members))
+        common = frozenset.intersection(*(words[i] for i in members))
+        return (-(len(shared) + len(common)), members)
+
+    found: list[tuple[str, ...]] = []
+    while shares:
+        most = max(len(members) for members in shares)
+        best = min((tuple(sorted(m)) for m in shares if len(m) == most), key=rank)
+        found.append(best)
+        # what the rest of the group still shares
+        shares = {rest for members in shares if len(rest := members.difference(best)) >= 2}
+    return found
+
+
+def _subject(
+    cluster: tuple[str, ...],
+    by_id: Mapping[str, Episode],
+    entities: Mapping[str, frozenset[str]],
+    words: Mapping[str, frozenset[str]],
+) -> Subject:
+    """What all of `cluster` names, and how one of its titles says its words."""
+    shared = frozenset.intersection(*(entities[i] for i in cluster))
+    common = frozenset.intersection(*(words[i] for i in cluster))
+    if len(common) < SUBJECT_WORDS:
+        common = frozenset()  # one word in common names no subject (an entity does)
+    return Subject(
+        tuple(sorted(shared)), tuple(sorted(common)), _phrase(common, [by_id[i].title for i in cluster])
+    )
+
+
+_TOKEN = re.compile(r"[^\W_]+")
+
+
+def _phrase(common: frozenset[str], titles: Sequence[str]) -> str:
+    """The shortest stretch of one of `titles` that names all of `common` (ties: the first title
+    given), as it says it, "the" before it kept ("the users table migration"); at most
+    PHRASE_WORDS words, else `common`'s words as the first title says them, in its order."""
+    if not common:
+        return ""
+    best: tuple[int, int, str] | None = None
+    for n, title in enumerate(titles):
+        tokens = list(_TOKEN.finditer(title))
+        said = [frozenset(word for word, _ in about(t.group())) & common for t in tokens]
+        for start in range(len(tokens)):
+            if not said[start]:
+                continue
+            seen: set[str] = set()
+            for end in range(start, len(tokens)):
+                seen |= said[end]
+                if seen == common:
+                    length = end - start + 1
+                    if best is None or (length, n) < best[:2]:
+                        first = (
+                            start - 1 if start > 0 and tokens[start - 1].group().lower() == "the" else start
+                        )
+                        best = (length, n, title[tokens[first].start() : tokens[end].end()])
+                    break
+    if best is not None and best[0] <= PHRASE_WORDS:
+        phrase = best[2]
+    else:
+        tokens = list(_TOKEN.finditer(titles[0]))
+        named = [t.group() for t in tokens if frozenset(word for word, _ in about(t.group())) & common]
+        phrase = " ".join(dict.fromkeys(named)) or " ".join(sorted(common))
+    return phrase[0].lower() + phrase[1:] if phrase[:1].isupper() and not phrase[1:2].isupper() else phrase
+
+
+def said(subject: Subject, names: Mapping[str, str]) -> str:
+    """A cluster's subject as its title says it: its words' phrase, then the entities all its
+    members name (by name), three at most."""
+    named = sorted(names.get(entity, entity) for entity in subject.entities)
+    return ", ".join([*([subject.phrase] if subject.phrase else []), *named][:3])
 
 
 def _by_meaning(ids: Sequence[str], embeddings: Mapping[str, np.ndarray]) -> list[tuple[str, str]]:

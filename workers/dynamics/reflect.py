@@ -1,16 +1,23 @@
 """Reflection without a model: an opinion formed from what recall found, weighed by evidence.
 
-Each recalled memory either supports the question's claim or contradicts it (`stance`): by what
-it says of what the question is about ("we chose PostgreSQL over MySQL" contradicts "should we
-use MySQL?"), else when it says something failed, is to be avoided or no longer holds ("not",
-"never", "failed", "avoid", "instead of", "anti-pattern", "ne ... pas", "jamais", "échoué"...).
-The question asked before, and its earlier copies, are no evidence.
+Only a memory that speaks to the question is evidence (`speaks_to`): one that names what the
+question asks about (`subject`: its content words beyond stop words and the words of asking,
+"numpy" in "should we use numpy in calc?", not "calc", which only says where), or that the model
+puts at NEAR (0.7) or more of it. Recall gives what resembles a question, and an unrelated memory
+of the same project ("calc.py has an add function") is no support: with nothing that speaks to
+it, memory does not know. Each memory that speaks either supports the question's claim or
+contradicts it (`stance`): by what it says of the subject ("we chose PostgreSQL over MySQL"
+contradicts "should we use MySQL?"; "Anti-pattern (it failed): don't use numpy in calc"
+contradicts "should we use numpy in calc?"), else when it says something failed, is to be
+avoided or no longer holds ("not", "never", "failed", "avoid", "instead of", "anti-pattern",
+"ne ... pas", "jamais", "échoué"...). The question asked before, and its earlier copies, are no
+evidence.
 A memory's weight is how well it matches (relative to the best match), how strongly it comes to
 mind (its activation, as a 0..1 strength), how recent and how confident it is, shaped by the
 project's disposition (schemas/disposition.py):
 
 - literalism keeps only memories matching at least (literalism - 1) / 8 as well as the best
-  (1: every one; 5: half as well as the best);
+  that speaks to the question (1: every one; 5: half as well as the best);
 - empathy multiplies the user's own words (prompts, what they asked to remember, preferences)
   by 1 + 0.25 (empathy - 3);
 - skepticism is prior evidence on both sides, 0.5 per point: the confidence of the side with
@@ -30,7 +37,7 @@ import msgspec
 
 from projections.recall import fabric
 from projections.recall.block import asked_before
-from projections.recall.words import word_set
+from projections.recall.words import terms, word_set
 from schemas import kinds, memory
 from schemas.disposition import Disposition
 from schemas.llm import LLMUsed
@@ -44,6 +51,13 @@ from workers.thinking.follower import Derived
 PROMOTE_ABOVE = 0.9
 EVIDENCE = 20  # the memories an opinion weighs at most, near-duplicates merged
 MOVED = 0.05  # a confidence that moves less than this leaves the opinion as it was
+# The model's cosine (all-MiniLM-L6-v2) from which a memory that names nothing the question asks
+# about still speaks to it: the question said another way. Unrelated texts sit at 0.0-0.25 and a
+# project's memories on another matter of the same code up to ~0.5 ("calc.py has an add function"
+# is at 0.46 of "should we use numpy in calc?", as near as "numpy is a heavy dependency" at
+# 0.58): nearness alone cannot tell them apart, so only a paraphrase's (0.8 and more: "should we
+# use numpy?" is at 0.86) counts without a shared word.
+NEAR = 0.7
 _USERS_OWN = {"prompt", "remembered", "preference"}
 _AGAINST = re.compile(
     r"\b(?:not|never|no longer|don't|doesn't|didn't|won't|can't|cannot|fail(?:s|ed|ing|ure)?|broke|broken|"
@@ -53,9 +67,10 @@ _AGAINST = re.compile(
 )
 
 
-# what says a thing went wrong, whatever it is about (negations and choices are read by meaning)
+# what says a thing went wrong, whatever it is about (negations and choices are read by meaning): a
+# remembered anti-pattern's text says "Anti-pattern (it failed): ..."
 _FAILED = re.compile(
-    r"\b(?:fail(?:s|ed|ing|ure)?|broke|broken|wrong|slow|bug(?:gy)?|error|reverted?|échou\w*|cassé)\b",
+    r"\b(?:fail(?:s|ed|ing|ure)?|broke|broken|wrong|slow|bug(?:gy)?|error|reverted?|anti-pattern|échou\w*|cassé)\b",
     re.IGNORECASE,
 )
 
@@ -107,17 +122,61 @@ def opinion_id(project: str, query: str) -> str:
     return "opinion:" + hashlib.blake2b(f"{project}\0{said}".encode(), digest_size=10).hexdigest()
 
 
+Subject = dict[str, bool | None]  # a content word the question names: wanted, not, or both (no claim)
+
+# what only frames a question: a verb of choosing that takes its object after a preposition
+# ("rely on", "switch to", "settle on"), and the words of asking an opinion ("a good idea",
+# "worth it", "what do you think"); crystallize.about drops the words that make a rule ("use",
+# "always", "prefer") and the common actions ("run", "add", "make")
+_ASKING = frozenset(
+    terms(
+        "rely depend depends switch stick stay settle standardize standardise bet focus go going build "
+        "think idea good better best worth ok okay fine recommend consider try opinion know bon mieux"
+    )
+)
+# what introduces where, or what for, a question asks: its context, not its subject ("numpy in
+# calc", "MySQL for the new service", "DuckDB for analytics")
+_CONTEXT = re.compile(r"\b(?:in|inside|within|for|on|at|across|throughout|dans|pour|sur)\b", re.IGNORECASE)
+_CLAUSE = re.compile(r"[,;:.!?()]+")
+
+
+def subject(question: str) -> Subject:
+    """What `question` asks about: the content words it names (as crystallize.about reads them,
+    the words of asking left out), each wanted or not, outside the phrases that say where or what
+    for ("in calc", "for the new service"); when nothing is named outside them, the first such
+    phrase that names something ("should we rely on numpy in calc?": numpy). A word said both
+    ways makes no claim (None)."""
+    main: set[tuple[str, bool]] = set()
+    framed: list[set[tuple[str, bool]]] = []
+    for clause in _CLAUSE.split(question):
+        head, *phrases = _CONTEXT.split(clause)
+        main |= _named(head)
+        framed += [named for phrase in phrases if (named := _named(phrase))]
+    said = main or (framed[0] if framed else set())
+    return {word: None if (word, not wanted) in said else wanted for word, wanted in sorted(said)}
+
+
+def _named(text: str) -> set[tuple[str, bool]]:
+    return {(word, wanted) for word, wanted in about(text) if word not in _ASKING}
+
+
+def speaks_to(text: str, similarity: float, asked: Subject) -> bool:
+    """Whether a memory speaks to a question about `asked`: it names some of it, or the model puts
+    it at NEAR or more of the question (`similarity`, its cosine)."""
+    return similarity >= NEAR or any(word in asked for word, _ in about(text))
+
+
 def stance(text: str, question: str = "") -> Stance:
     """Whether a memory supports the question's claim or contradicts it. By meaning first: a
-    memory that names what the question is about wants it as the question does, or not ("we
-    chose PostgreSQL over MySQL" contradicts "should we use MySQL?", and supports "should we
-    drop MySQL?"; crystallize.about reads "over", "instead of", "no longer", "dropped"...), and
-    contradicts when it says that went wrong ("DuckDB failed under concurrent writers"). A
-    memory that names none of it speaks lexically: it contradicts when it says something failed,
-    is to be avoided or no longer holds."""
-    said = about(question)
-    asked = {word: wanted for word, wanted in said if (word, not wanted) not in said}  # both ways: no claim
-    named = [wanted == asked[word] for word, wanted in sorted(about(text)) if word in asked]
+    memory that names what the question is about (`subject`) wants it as the question does, or
+    not ("we chose PostgreSQL over MySQL" contradicts "should we use MySQL?", and supports "should
+    we drop MySQL?"; crystallize.about reads "over", "instead of", "no longer", "dropped",
+    "don't"...), and contradicts when it says that went wrong ("DuckDB failed under concurrent
+    writers", "Anti-pattern (it failed): numpy in calc.py"). A memory that names none of it
+    speaks lexically: it contradicts when it says something failed, is to be avoided or no longer
+    holds."""
+    asked = subject(question)
+    named = [wanted == asked[word] for word, wanted in sorted(about(text)) if asked.get(word) is not None]
     if named:
         agrees = sum(named) * 2 >= len(named) and not _FAILED.search(text)
         return "supports" if agrees else "contradicts"
@@ -125,10 +184,15 @@ def stance(text: str, question: str = "") -> Stance:
 
 
 def weigh(results: Sequence[Scored], disposition: Disposition, question: str = "") -> list[Evidence]:
-    """The evidence among `results`, each with its weight (see the module's docstring): the
-    question asked before, and its earlier copies, are no evidence (block.asked_before)."""
-    asked = word_set(question)
-    results = [r for r in results if not asked_before(r.kind, r.text, asked)]
+    """The evidence among `results`, each with its weight (see the module's docstring): only what
+    speaks to the question (`speaks_to`); the question asked before, and its earlier copies, are
+    no evidence (block.asked_before)."""
+    asked, about_it = word_set(question), subject(question)
+    results = [
+        r
+        for r in results
+        if not asked_before(r.kind, r.text, asked) and speaks_to(r.text, r.similarity, about_it)
+    ]
     best = max((r.relevance for r in results), default=0.0)
     floor = best * (disposition.literalism - 1) / 8
     found = []
@@ -136,7 +200,7 @@ def weigh(results: Sequence[Scored], disposition: Disposition, question: str = "
         if r.relevance < floor:
             continue
         # relevance runs from recall's worst candidate (0) to its best: evidence all at 0 had only
-        # opinions or questions above it, which are no evidence, and matches as well as the best
+        # opinions, questions or what does not speak to it above it, and matches as well as the best
         match = r.relevance / best if best > 0 else 1.0
         strength = 1.0 / (1.0 + math.exp(-r.activation)) if math.isfinite(r.activation) else 0.0
         weight = match * (0.5 + 0.5 * strength) * (0.5 + 0.5 * r.recency) * r.confidence
@@ -157,12 +221,15 @@ def reflect(
     pro, con = sum(e.weight for e in supporting), sum(e.weight for e in contradicting)
     prior = 0.5 * disposition.skepticism
     confidence = round((max(pro, con) + prior / 2) / (pro + con + prior), 6)
-    if not evidence:
-        statement = f"On {query!r}, memory holds nothing."
-    elif pro >= con:
+    if pro > con:
         statement = f"On {query!r}, memory supports it: {_said(supporting[0].text)}"
-    else:
+    elif con > pro:
         statement = f"On {query!r}, memory argues against it: {_said(contradicting[0].text)}"
+    elif supporting and contradicting:
+        said = f"for, {_said(supporting[0].text, 150)}; against, {_said(contradicting[0].text, 150)}"
+        statement = f"On {query!r}, memory is divided: {said}"
+    else:  # nothing it holds speaks to the question (or what does weighs nothing)
+        statement = f"On {query!r}, memory does not know: nothing it holds speaks to it."
     return Reflection(
         query=query,
         opinion_id=opinion_id(project, query),

@@ -19,12 +19,14 @@ from schemas import kinds, memory, observed
 from schemas.events import Event
 from schemas.memory import corrected_fact_id, fact_id
 from schemas.ontology import Relation, topic_of, tulving_type
+from schemas.outcomes import read
 from workers.evidence.failures import CHECKS, Fixed, as_run, error_line, fixes, runs
 from workers.evidence.statements import StatementKind, statements
 from workers.extraction.commits import commits
 from workers.extraction.files import canonical_name, entity_id, file_entities, relative, root_of
 from workers.extraction.manifests import dependencies
 from workers.extraction.records import records
+from workers.extraction.steps import steps
 from workers.extraction.summaries import bullets
 from workers.thinking.follower import Derived
 
@@ -57,8 +59,11 @@ def derive_session(events: list[Event]) -> Iterator[Derived]:
     """What a whole session's commands teach (one session's events, in any order): the errors
     they met, as `error_pattern` entities, what fixed each (`solved_by`: the edits and commands
     before the same command no longer failed that way), and the checks it ran (tests, builds,
-    linters) as `command` entities with how often they ran and failed."""
+    linters) as `command` entities with how often they ran and failed. A check left failing
+    blocks the work (`blocked_by`) unless a later commit or the user's approval shows it solved
+    (schemas/outcomes.py)."""
     by_id = {e.id: e for e in events}
+    blocking = {e.step.event_id for e in read(steps(events)).blockers}
     for fixed in fixes(events):
         event = by_id[fixed.failure.event_id]
         error = error_entity(fixed.signature, event.project)
@@ -67,7 +72,7 @@ def derive_session(events: list[Event]) -> Iterator[Derived]:
         )
         if fixed.then is not None and (fixed.edited or fixed.ran):
             yield from _solved(by_id[fixed.then.event_id], event, error, fixed)
-        elif fixed.then is None and _left_failing(fixed, events):
+        elif fixed.then is None and _left_failing(fixed, events) and fixed.failure.event_id in blocking:
             yield from _unsolved(event, error, fixed)
     yield from _overruled(events)
     yield from _checks(events)
@@ -305,9 +310,13 @@ def _statements(events: list[Event]) -> Iterator[Derived]:
 
 
 def _corrections(events: list[Event]) -> Iterator[Derived]:
-    """What holds where the user corrected a fact: a fact in their words about what the wrong one
-    was about, and the wrong one superseded by it from the correction on. Both are of the
-    correction's time, after every event of the wrong fact (its newest is a cause)."""
+    """What holds where the user corrected a fact: a standing fact in their words about what the
+    wrong one was about (its subject, relation and object: the graph links it where the wrong one
+    was), with full confidence and the user as who said it; the wrong one superseded by it from
+    the correction on, and so are the prompts that stated the wrong one (`stated_in`). All are
+    of the correction's time, after every event of the wrong fact (its newest is a cause). The
+    supersession comes first: settling then takes the new fact as said (workers/extraction/
+    settling.py), never as a restatement of another."""
     for event in events:
         if event.kind != kinds.FACT_CORRECTED:
             continue
@@ -319,9 +328,13 @@ def _corrections(events: list[Event]) -> Iterator[Derived]:
             relation=said.relation,
             target=said.target,
             description=said.text,
-            category=said.category,
-            memory_type=said.memory_type,
+            confidence=1.0,
+            # a standing fact, whatever the wrong one was (a procedure stays one)
+            memory_type="procedural" if said.memory_type == "procedural" else "semantic",
             network=said.network,
+            category=said.category,
+            topic=topic_of(said.text),
+            dimensions=memory.Dimensions(what=said.text, who="the user", when=event.ts.isoformat()),
             scope=said.scope,
             valid_at=event.ts,
         )
@@ -329,8 +342,13 @@ def _corrections(events: list[Event]) -> Iterator[Derived]:
             fact_id=said.fact_id, by_fact_id=right, invalid_at=event.ts, reason="corrected by the user"
         )
         causes = (event.id, said.updated_by)
-        yield Derived(kinds.FACT_ASSERTED, asserted, event.project, causes, event.session_id, right)
         yield Derived(kinds.FACT_SUPERSEDED, ended, event.project, causes, event.session_id, said.fact_id)
+        yield Derived(kinds.FACT_ASSERTED, asserted, event.project, causes, event.session_id, right)
+        for prompt in sorted(set(said.stated_in)):
+            why = f"it stated a fact the user corrected: {said.text}"
+            unsaid = memory.MemorySuperseded(memory_id=prompt, by_memory_id=right, reason=why)
+            key = f"{prompt}>{right}"
+            yield Derived(kinds.MEMORY_SUPERSEDED, unsaid, event.project, (event.id, prompt), None, key)
 
 
 def _dependencies(events: list[Event]) -> Iterator[Derived]:

@@ -2,12 +2,14 @@
 
 The title is the goal: the first thing the user asked (its first sentence), or what a
 compaction summary says the user's primary request was. The summary says what was done (the
-commits git took, the files changed, the errors the summaries name, the first paragraph of
-the agent's last message) and the outcome: a session
-that committed and left no error unresolved succeeded, one that committed but left an error
-unresolved is partial, one whose last test or build failed and committed nothing failed. An
-error a compaction summary calls unresolved counts as resolved when the session's tests and
-builds pass after that summary, to its end: the tools have the last word.
+commits git took, the files changed, the errors the summaries name, the errors the session
+solved and how, those it left, the first paragraph of the agent's last message) and the
+outcome, from what happened (schemas/outcomes.py): the last word on the work is a check that
+failed (failure) or passed after failing (success), a commit (success), or the user's
+complaint or thanks; success with an error left unresolved is partial, and so is a failure
+after a commit; nothing telling leaves it unknown. An error a compaction summary calls
+unresolved counts as resolved when the session's tests and builds pass after that summary, to
+its end: the tools have the last word.
 """
 
 import hashlib
@@ -16,13 +18,14 @@ from collections.abc import Iterator
 
 import msgspec
 
-from schemas import kinds, memory
+from schemas import kinds, memory, outcomes
 from schemas.events import Event
 from schemas.text.harness import clean, is_noise, unmarked
 from workers.evidence.failures import CHECKS, runs
 from workers.evidence.tool_uses import tool_uses
 from workers.extraction.commits import commits
 from workers.extraction.files import entity_id, mentions
+from workers.extraction.steps import steps
 from workers.extraction.summaries import bullets
 
 _FIRST_SENTENCE = re.compile(r"^.{8,160}?(?:[.!?](?=\s|$)|\n|$)", re.S)
@@ -30,6 +33,7 @@ _INTENT = re.compile(r"Primary Request and Intent:\s*\n\s*(?:[-*]\s*)?(?P<intent
 _EDITS = {"Edit", "Write", "MultiEdit", "NotebookEdit"}
 _LISTED = 5  # commits named in the summary
 _FILES = 30  # files named in it
+_TOLD = 3  # errors solved, and errors left, named in it (the last ones)
 _WORDS_MAX = 300
 _HEADING = re.compile(r"#{1,6} [^\n]*")
 
@@ -120,13 +124,8 @@ def _episode(session_id: str, session: list[Event]) -> Drawn | None:
     # a summary's "unresolved" is overruled by the checks that pass after it, to the session's end
     unsolved = [b for b in errors if not b.solved and at[b.event_id] > passed_at]
     edited = _edited(session)
-    outcome: memory.Outcome
-    if taken:
-        outcome = "partial" if unsolved else "success"
-    elif checks and checks[-1][1]:
-        outcome = "failure"
-    else:
-        outcome = "unknown"
+    reading = outcomes.read(steps(session), unresolved=bool(unsolved))
+    outcome = reading.outcome
     lines = [f"Goal: {_intent(session) or goal}"]
     if taken:
         lines.append("Commits: " + _listed([c.subject for c in taken], "; "))
@@ -135,8 +134,12 @@ def _episode(session_id: str, session: list[Event]) -> Drawn | None:
         lines += [f"- and {len(edited) - _FILES} more"] if len(edited) > _FILES else []
     if errors:
         lines.append(f"Errors met: {len(errors)}, {len(unsolved)} left unresolved")
+    lines += [f"Solved error: {e.told()}" for e in reading.solved[-_TOLD:]]
+    lines += [f"Blocker: {e.told()}" for e in reading.blockers[-_TOLD:]]
     if ended := _last_words(session):
         lines.append(f"Last words: {ended}")
+    if reading.told_by:
+        lines.append(f"Told by: {reading.told_by}")
     lines.append(f"Outcome: {outcome}")
     recorded = memory.EpisodeRecorded(
         episode_id=episode_id(project, session_id),
@@ -148,7 +151,9 @@ def _episode(session_id: str, session: list[Event]) -> Drawn | None:
         outcome=outcome,
         entities=[entity_id("file", path, project) for path in edited],
     )
-    causes = tuple(dict.fromkeys([session[0].id, *(c.event_id for c in taken), session[-1].id]))
+    # what it was drawn from: its start and end, its commits, and what told its outcome
+    told = [reading.told_at] if reading.told_at else []
+    causes = tuple(dict.fromkeys([session[0].id, *(c.event_id for c in taken), *told, session[-1].id]))
     return recorded, project, causes
 
 

@@ -1,7 +1,8 @@
 """Extraction's two followers: what each archived batch teaches, and what each session that
 ends teaches (its episode, its commands' lessons, and what an LLM reads in it when one is
 configured). Both settle what they find against the facts the snapshot holds
-(workers/extraction/settling.py).
+(workers/extraction/settling.py); a batch's remembered memories are compared with those the
+snapshot holds, the newer superseding what it updates (workers/extraction/updates.py).
 """
 
 from collections.abc import Iterator
@@ -16,6 +17,7 @@ from workers.extraction.derive import derive, derive_session
 from workers.extraction.episodes import episodes
 from workers.extraction.llm_reading import ask, memories
 from workers.extraction.settling import settle, standing_facts
+from workers.extraction.updates import standing_remembered, superseded
 from workers.llm.config import BadSettings, LLMSettings, llm_settings
 from workers.thinking.follower import Derived
 from workers.thinking.reading import Reading, tokens_today
@@ -24,8 +26,10 @@ log = structlog.get_logger("reverie.extraction")
 
 
 def from_batch(reading: Reading) -> Iterator[Derived]:
-    """What the batch's events teach (workers/extraction/derive.py), settled."""
+    """What the batch's events teach (workers/extraction/derive.py), settled; and the remembered
+    memories its own update, or that update them (workers/extraction/updates.py)."""
     yield from settle(derive(reading.events), lambda p: standing_facts(reading.snapshot, p), reading.cosine)
+    yield from superseded(reading.events, lambda p: standing_remembered(reading.snapshot, p))
 
 
 def from_session(reading: Reading) -> Iterator[Derived]:

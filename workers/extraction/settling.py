@@ -14,6 +14,10 @@ project (the projections' snapshot) and what the same job proposed before it:
   was said, and it points to its replacement; `facts_as_of` still finds it before then.
 - **At most 5 versions.** A fact is reconsolidated at most 4 times after its assertion; episodic
   facts (what happened, once) never change: a restatement of one adds nothing.
+- **A replacement stands as said.** A fact a supersession in the same job names as what holds
+  now (the user's correction: `fact.superseded` of the wrong fact, then its replacement) is
+  asserted in its own words and id, never taken for a restatement of another fact; the fact it
+  ends stands no more for what follows.
 
 The cosine is asked for only where the words already agree, or a change is stated: most
 batches need no model. What settles a fact depends on the snapshot the job read, so the same
@@ -100,24 +104,39 @@ def settle(
     followed by the supersession of the fact it ends, each fix by the end of the block it
     solves. Other derived events pass unchanged."""
     projects: dict[str, dict[str, StandingFact]] = {}
+    replacements: set[tuple[str, str]] = set()  # (project, fact): what a supersession said holds now
+
+    def standing(project: str) -> dict[str, StandingFact]:
+        if project not in projects:
+            projects[project] = {k.fact_id: k for k in known(project)}
+        return projects[project]
+
     for derived in found:
         fact = derived.payload
+        if derived.kind == kinds.FACT_SUPERSEDED and isinstance(fact, memory.FactSuperseded):
+            standing(derived.project).pop(fact.fact_id, None)
+            if fact.by_fact_id is not None:
+                replacements.add((derived.project, fact.by_fact_id))
         if derived.kind != kinds.FACT_ASSERTED or not isinstance(fact, memory.FactAsserted):
             yield derived
             continue
-        if derived.project not in projects:
-            projects[derived.project] = {k.fact_id: k for k in known(derived.project)}
-        yield from _settled(derived, fact, projects[derived.project], cosine)
+        replacing = (derived.project, fact.fact_id) in replacements
+        yield from _settled(derived, fact, standing(derived.project), cosine, replacing)
 
 
 def _settled(
-    derived: Derived, fact: memory.FactAsserted, standing: dict[str, StandingFact], cosine: Cosine
+    derived: Derived,
+    fact: memory.FactAsserted,
+    standing: dict[str, StandingFact],
+    cosine: Cosine,
+    replacing: bool = False,
 ) -> Iterator[Derived]:
-    """One proposed fact settled against the project's `standing` facts (kept up to date)."""
+    """One proposed fact settled against the project's `standing` facts (kept up to date);
+    `replacing`: it replaces a fact a supersession ended, and stands as said."""
     if fact.fact_id in standing:  # said again word for word: more evidence of the same fact
         yield derived
         by = fact.fact_id
-    elif (same := _duplicate(fact, standing.values(), cosine)) is not None:
+    elif not replacing and (same := _duplicate(fact, standing.values(), cosine)) is not None:
         if same.memory_type != "episodic" and same.versions < MAX_VERSIONS:
             again = _strengthened(same, fact)
             standing[same.fact_id] = msgspec.structs.replace(
