@@ -284,5 +284,7 @@ def test_a_request_that_tells_nothing_and_a_memory_sharing_no_word_are_no_answer
     deploy = memory("d", "deploy with `fly deploy --remote-only` from now on", kind="prompt", similarity=0.45)
     depends = memory("f", "spotter uses, to develop, usage_rules ~> 1.0", similarity=0.35)
     assert chosen("write a haiku about autumn leaves and a cat", [limerick]) == []
+    debounce = memory("j", "write a debounce function in javascript", kind="prompt", similarity=0.5)
+    assert chosen("how do I write a binary search in JavaScript?", [debounce]) == []  # a name, no more
     assert chosen("unique_ptr vs shared_ptr, when do I need each?", [depends]) == []
     assert [m.memory_id for m in chosen("how do we deploy the app?", [limerick, deploy])] == ["d"]

@@ -256,11 +256,11 @@ def passed(
             if memory.similarity >= OPINION_FLOOR
             else None
         )
+    if memory.kind in REQUESTS and not _tells(memory.text):  # whatever names it shares
+        return None
     held = [name.pattern for name in names if name.search(memory.text)]
     if held:
         return f"it holds a name from the prompt ({_name_of(held[0])})"
-    if memory.kind in REQUESTS and not _tells(memory.text):
-        return None
     if memory.similarity < ITEM_FLOOR:
         return None
     shared = _shared(memory, weights)
