@@ -259,12 +259,12 @@ def test_a_later_session_is_told_what_an_earlier_one_taught(claude_code: Claude,
         r for r in claude_code.requests_with("Which database does the orders service use?") if r.get("tools")
     ]
     body = said(request)
-    assert (
-        "UserPromptSubmit hook additional context:" in body
-        and "SessionStart hook additional context:" in body
-    )
-    prompt_context = body.split("UserPromptSubmit hook additional context:", 1)[1]
-    assert "PostgreSQL 16" in prompt_context and "pytest -x" in prompt_context
+    assert "SessionStart hook additional context:" in body
+    started = body.split("SessionStart hook additional context:", 1)[1].split("hook additional context:")[0]
+    assert "PostgreSQL 16" in started and "pytest -x" in started
+    # what SessionStart gave the session, its UserPromptSubmit does not give again
+    prompt_context = body.partition("UserPromptSubmit hook additional context:")[2]
+    assert "PostgreSQL 16" not in prompt_context
 
 
 def test_claude_lists_reverie_connected_and_the_model_recalls_through_it(
@@ -279,7 +279,8 @@ def test_claude_lists_reverie_connected_and_the_model_recalls_through_it(
     assert entry["type"] == "http" and "(HTTP)" in line, (entry, line)
     claude_code.prompt(TAUGHT)
     settings = Settings(claude_code.env["REVERIE_HOME"])
-    asked = {"prompt": "which database does the orders service use", "session_id": "later"}
+    # a session of its own: what another session's start was given is not given to it again
+    asked = {"prompt": "which database does the orders service use", "session_id": "asked-over-mcp"}
     wait_for(
         lambda: "PostgreSQL" in context_for(settings, "UserPromptSubmit", asked, str(claude_code.project)),
         timeout=120,

@@ -452,6 +452,16 @@ def test_a_crafted_export_forges_no_memory_forgets_nothing_and_reaches_no_projec
     starting = hook_context(env, "SessionStart", victim, source="startup")
     assert "evil.example" not in starting and "test suite" not in starting
     deploying = hook_context(env, "UserPromptSubmit", victim, prompt="how do we deploy, and with what?")
-    assert "fly.io" in deploying and "evil.example" not in deploying  # the real memory, not forgotten
+    assert "evil.example" not in deploying and "fly.io" not in deploying  # CLAUDE.md holds it already
+    recalled = subprocess.run(
+        [str(BIN), "recall", "how do we deploy, and with what?"],
+        env=env,
+        cwd=victim,
+        capture_output=True,
+        text=True,
+    )
+    assert (
+        "fly.io" in recalled.stdout and "evil.example" not in recalled.stdout
+    )  # the real one, not forgotten
     asked = hook_context(env, "UserPromptSubmit", elsewhere, prompt="what do I run before every commit?")
     assert "evil.example" not in asked

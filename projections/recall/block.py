@@ -66,6 +66,9 @@ EXCERPT = 360
 MAX_ITEMS = 6
 RAW = ("prompt", "message", "task", "said", "passage")  # what was said and shown, not distilled
 REQUESTS = ("prompt", "task")  # what the user (or the agent, of a subagent) asked for
+# what the user chose to keep: its meaning alone may answer ("which database?" and "we chose
+# PostgreSQL over MySQL" share no word)
+CHOSEN = ("remembered", "preference")
 REFLECTION = ("opinion", "observation")
 # What a memory's text is cut into, each part said once: a short memory's sentences; a long one's
 # lines (a summary's bullets), a line past _LINE_MAX characters at its sentences.
@@ -264,7 +267,9 @@ def passed(
     if memory.similarity < ITEM_FLOOR:
         return None
     shared = _shared(memory, weights)
-    if shared < (RAW_SHARED if memory.kind in RAW else 0.0) or (shared < SHARED and memory.similarity < NEAR):
+    if shared < (RAW_SHARED if memory.kind in RAW else 0.0) or (
+        shared < SHARED and memory.similarity < NEAR and memory.kind not in CHOSEN
+    ):
         return None  # near to the model only: it puts unrelated texts of one field above the floor
     return f"{near}, the floor being {ITEM_FLOOR}, and it holds {shared:.0%} of the prompt's words"
 
