@@ -41,8 +41,8 @@ is "thought"), as when a user imports history and asks days later.
 Prints one JSON line: per pass ("before" or "thought", and "after" with --think), hits per category for
 both, how many hooks printed a context (and how many of those were the project's profile, the
 fallback when the service is late), the characters injected per question (median, max) and per
-unrelated prompt (median, max), and per question [id, top5, injected, characters]; a summary
-on stderr.
+unrelated prompt (median, max), and per question [id, top5, injected, characters], each context
+injected, and each that differed when asked again; a summary on stderr.
 
     python benchmarks/coding_memory.py [--home DIR] [--questions FILE] [--pause 1] [--think] [--think-first]
 
@@ -422,6 +422,11 @@ def report(name: str, measured: Pass, labels: dict[str, bool]) -> dict[str, Any]
             [o.question.id, o.top5, o.injected, n] for o, n in zip(outcomes, hooks.characters, strict=True)
         ],
         "contexts": {o.question.id: c for o, c in zip(outcomes, hooks.contexts, strict=True)},
+        "contexts_when_asked_again": {
+            o.question.id: again
+            for o, first, again in zip(outcomes, hooks.contexts, measured.again.contexts, strict=True)
+            if first != again
+        },
         "unrelated_injected": [
             [p, c] for p, c in zip(measured.unrelated_prompts, measured.unrelated.contexts, strict=True) if c
         ],

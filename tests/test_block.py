@@ -277,6 +277,21 @@ def test_a_passage_is_shown_under_where_it_came_from() -> None:
     assert render.render([shown], 2_000).count("Read assets/package.json") == 1
 
 
+def test_a_heading_of_a_passage_is_shown_with_what_it_introduces() -> None:
+    """Credo's "Software Design" holds the prompt's words; its finding, two lines on past a box's
+    edge, is the answer."""
+    noise = "\n".join(f"┃ lib/spotter/module_{n}.ex:{n}:5 checked, nothing to report" for n in range(12))
+    text = (
+        "Ran mix credo --strict (exit 0):\nChecking 87 source files ...\n  Software Design\n┃\n"
+        "┃ [D] ↘ Nested modules could be aliased at the top of the invoking module.\n"
+        f"┃       lib/spotter/application.ex:9:5\n{noise}\n  Code Readability\n┃\n"
+        "┃ [R] ↘ Prefer using an implicit `try` rather than explicit `try`."
+    )
+    passage = memory("c", text, kind="passage", similarity=0.5)
+    [shown] = chosen("what did credo say about software design?", [passage])
+    assert "Nested modules could be aliased" in shown.text and len(shown.text) < len(text)
+
+
 def test_a_request_that_tells_nothing_and_a_memory_sharing_no_word_are_no_answer() -> None:
     """The user's earlier requests ("write a limerick ...") tell nothing to give again, and the
     model puts a project's facts above the floor for questions of its field it does not answer."""
@@ -286,5 +301,7 @@ def test_a_request_that_tells_nothing_and_a_memory_sharing_no_word_are_no_answer
     assert chosen("write a haiku about autumn leaves and a cat", [limerick]) == []
     debounce = memory("j", "write a debounce function in javascript", kind="prompt", similarity=0.5)
     assert chosen("how do I write a binary search in JavaScript?", [debounce]) == []  # a name, no more
+    leak = memory("g", "our gRPC server leaks goroutines, fix server/stream.go", kind="prompt")
+    assert chosen("how do goroutines differ from threads in server/stream.go?", [leak]) == []  # a path
     assert chosen("unique_ptr vs shared_ptr, when do I need each?", [depends]) == []
     assert [m.memory_id for m in chosen("how do we deploy the app?", [limerick, deploy])] == ["d"]

@@ -221,6 +221,21 @@ def test_the_index_knows_which_memories_tell_a_time_and_which_ask(vectors: Vecto
     assert [bool(rows.asks[rows.row_of[m]]) for m in ("told", "untold")] == [False, True]
 
 
+def test_asking_a_question_does_not_make_its_words_common(vectors: Vectors) -> None:
+    """How rare a word is counts the memories that may answer: the same question asked ten times
+    leaves its words as rare as they were (the block's windows and shares stay as they were)."""
+    add(vectors, "told", "we moved the cache to Redis")
+    add(vectors, "other", "the tests run with pytest")
+    index = MemoryIndex(vectors)
+    index.sync()
+    before = {w: index.rows.rarity(w) for w in terms("why did we move the cache to redis")}
+    for n in range(10):
+        add(vectors, f"asked{n}", "why did we move the cache to Redis?", minute=n + 1)
+    index.sync()
+    after = {w: index.rows.rarity(w) for w in before}
+    assert after == before and before["redi"] == pytest.approx(math.log(1 + 1.5 / 1.5))
+
+
 def test_a_memory_read_with_two_texts_answers_while_either_lives(vectors: Vectors) -> None:
     add(vectors, "other", "something else", minute=0)
     add(vectors, "x", "the old wording", minute=1)

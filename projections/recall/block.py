@@ -37,6 +37,7 @@ labelled as reflection (projections/recall/render.py).
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -93,6 +94,8 @@ _ASKS_LAST = re.compile(
 )
 # code in a request: a command's flag (`--remote-only`, `-x`), or words between backticks
 _CODE = re.compile(r"(?<![\w-])--?[A-Za-z][\w-]*|`[^`\n]+`")
+# a request that says how rather than what: "use the v2 route", "prefer ...", "don't ..."
+_DIRECTS = re.compile(r"\s*(?:please\s+)?(?:use|prefer|avoid|don't|do not|stop)\b", re.IGNORECASE)
 _STATES_A_RULE = re.compile(r"\b(?:always|never|from now on|toujours|jamais|désormais)\b", re.IGNORECASE)
 
 # the passages of long memories: memory id -> each chunk's text and vector
@@ -221,7 +224,7 @@ def _not_near(memory: Scored, shared: float) -> str:
             f"an opinion the model puts at {memory.similarity:.2f}, below an opinion's floor {OPINION_FLOOR}"
         )
     if memory.kind in REQUESTS and not _tells(memory.text):
-        return "a request that states no rule and names nothing from code: it tells nothing to give again"
+        return "a request that states no rule and gives no code: it tells nothing to give again"
     if memory.similarity < ITEM_FLOOR:
         return f"the model puts it at {memory.similarity:.2f}, below the floor {ITEM_FLOOR}"
     return (
@@ -276,12 +279,14 @@ def passed(
 
 def _tells(request: str) -> bool:
     """Whether a request says more than what it asked for: it states a rule ("always ...", "never
-    ..."), or names something from code (`fly deploy --remote-only`, a path, a route), which a
-    later question may need verbatim. "Write a haiku" or "add a search bar to the products page"
-    tells nothing memory should give again."""
+    ..."), says how work is done ("use the /api/hooks/session-end route"), or gives code verbatim
+    (`fly deploy --remote-only`, a flag), which a later question may need as it was typed. "Write
+    a haiku", "add a search bar to the products page" or "fix the leak in server/stream.go" tell
+    nothing memory should give again: what the agent did about it (the file it opened, what it
+    said) is memory of its own."""
     return (
         _STATES_A_RULE.search(request) is not None
-        or bool(_names(request))
+        or _DIRECTS.match(request) is not None
         or _CODE.search(request) is not None
     )
 
@@ -392,16 +397,17 @@ def _split(text: str, line_max: int) -> list[str]:
 def _excerpt(lines: list[tuple[str, float]], asked: frozenset[str], rarity: Rarity) -> list[tuple[int, str]]:
     """The lines nearest the prompt, in their order, within EXCERPT characters: those holding its
     words (each word weighing its rarity, a line read in its context: plus how near the model puts
-    the chunk it is in), then the lines either side of them, the window that answers; when no line
-    holds a word of the prompt, the lines of the chunk the model puts nearest, from its start."""
+    the chunk it is in), each with the lines either side of it, the window that answers; when no
+    line holds a word of the prompt, the lines of the chunk the model puts nearest, from its start."""
     weights = {w: rarity(w) for w in asked}
     whole = sum(weights.values()) or 1.0
     held = [sum(weights[w] for w in word_set(line) & asked) / whole for line, _ in lines]
     nearness = [share + near for share, (_, near) in zip(held, lines, strict=True)]
     order = sorted(range(len(lines)), key=lambda i: (-nearness[i], i))
     if any(held):
-        hits = [i for i in order if held[i]]
-        order = hits + [j for i in hits for j in (i - 1, i + 1) if 0 <= j < len(lines) and not held[j]]
+        worded = [i for i, (line, _) in enumerate(lines) if word_set(line)]
+        hits = [j for i in order if held[i] for j in (i, *_introduced(lines, worded, i))]
+        order = hits + [j for i in hits for j in _neighbours(worded, i)]
     kept: list[int] = []
     used = 0
     for i in dict.fromkeys(order):
@@ -411,6 +417,26 @@ def _excerpt(lines: list[tuple[str, float]], asked: frozenset[str], rarity: Rari
         kept.append(i)
         used += len(line)
     return [(i, _cut(lines[i][0])) for i in sorted(kept)]
+
+
+def _neighbours(worded: list[int], at: int) -> list[int]:
+    """The lines either side of line `at` that hold words, over lines that hold none (a rule, a
+    box's edge)."""
+    after = bisect.bisect_right(worded, at)
+    return [worded[j] for j in (after, bisect.bisect_left(worded, at) - 1) if 0 <= j < len(worded)]
+
+
+def _introduced(lines: list[tuple[str, float]], worded: list[int], at: int) -> list[int]:
+    """The line a heading introduces (a line ending with a colon, or of a few words: "Software
+    Design", then what was found under it), which goes with it; none for a line of its own."""
+    line = lines[at][0]
+    if not (line.endswith(":") or len(line.split()) <= _HEADING_WORDS):
+        return []
+    after = bisect.bisect_right(worded, at)
+    return worded[after : after + 1]
+
+
+_HEADING_WORDS = 4
 
 
 def _cut(line: str) -> str:

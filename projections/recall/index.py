@@ -16,6 +16,7 @@ Here the same searches are numpy over arrays (benchmarks/recall_latency.py has t
 BM25 of a whole session is summed from its turns' words, so sessions need no table of their own.
 """
 
+import functools
 import math
 from collections import Counter
 from datetime import UTC, datetime
@@ -245,10 +246,17 @@ class Rows:
         return np.concatenate([rows for rows, _ in found]), np.concatenate([counts for _, counts in found])
 
     def rarity(self, word: str) -> float:
-        """How rare a word (as `terms` reads it) is among all the memories: BM25's idf."""
+        """How rare a word (as `terms` reads it) is among the memories that may answer (alive,
+        no prompt that asks: asking a question does not make its words common), BM25's idf."""
+        answering, documents = self._answering
         code = self.vocabulary.get(word)
-        holding = len(self.postings(code)[0]) if code is not None else 0
-        return _idf(self.count, holding)
+        holding = int(answering[self.postings(code)[0]].sum()) if code is not None else 0
+        return _idf(documents, holding)
+
+    @functools.cached_property
+    def _answering(self) -> tuple[Mask, int]:
+        answering = self.alive & ~self.question
+        return answering, int(answering.sum())
 
     def readings(self, rows: RowIds) -> tuple[Matrix, Matrix, Matrix]:
         """Each row's vector alone, read with the turn before it, and with the turns either side
