@@ -18,6 +18,7 @@ from ingest.emit import append
 from ingest.transcripts import ImportedEvent, find_transcripts, read_transcript
 from projections.event_log import EventLog
 from projections.recall.memories import Continuity, Memories
+from projections.recall.render import render_continuity
 from projections.recall.words import jaccard, word_set
 from reverie.testing import Folding, imported_event, make_event
 from schemas import kinds, memory
@@ -25,6 +26,7 @@ from schemas.events import Event
 from schemas.ids import new_event_id
 from schemas.observed import FactCorrected
 from schemas.settings import QUEUE, Settings
+from schemas.text.fence import escape
 from schemas.text.verdicts import Verdict, verdict
 from tests.support.captures import TRANSCRIPTS
 from tests.support.processes import BIN, Stack, run_hook, wait_for
@@ -850,6 +852,8 @@ def test_a_failing_test_fixed_later_is_no_blocker_and_its_episode_a_success(sett
     told, stood = told_next(settings, session)
     assert told.blockers == [] and stood == []  # never a blocker, at the next session or after a compaction
     assert told.solved == [fixed]  # told as solved: the error and what fixed it
+    started = render_continuity(told, 6_000)
+    assert f"## Solved last time\n- {escape(fixed)}" in started and "Blockers" not in started
 
 
 def test_a_session_ending_on_a_failing_check_is_a_failure_with_that_blocker(settings: Settings) -> None:

@@ -106,6 +106,7 @@ def render_continuity(
         ("Key decisions", continuity.decisions),
         ("Files touched lately", continuity.files),
         ("Blockers last time", continuity.blockers),
+        ("Solved last time", continuity.solved),
         ("Preferences", continuity.preferences),
         ("Recurring failures", continuity.failures),
     ]
