@@ -277,6 +277,18 @@ def test_a_passage_is_shown_under_where_it_came_from() -> None:
     assert render.render([shown], 2_000).count("Read assets/package.json") == 1
 
 
+def test_a_long_memory_is_judged_by_the_window_it_would_show() -> None:
+    """A long summary holds every word of the prompt somewhere, one a paragraph: the window it
+    would show holds one of them, no answer; a short note holding two of them is one."""
+    topics = ["sweeper", "ttl", "registry", "pubsub", "tmux", "pane", "heatmap", "oban", "credo", "dialyzer"]
+    filler = "the work went on as planned and nothing else of note happened in this part " * 4
+    summary = "\n".join(f"{filler}{topic}." for topic in topics)
+    long = memory("long", summary, kind="message", similarity=0.45)
+    note = memory("note", "the sweeper uses a ttl of 90 seconds", kind="message", similarity=0.45)
+    prompt = " ".join(topics) + "?"
+    assert [m.memory_id for m in chosen(prompt, [long, note])] == ["note"]
+
+
 def test_a_heading_of_a_passage_is_shown_with_what_it_introduces() -> None:
     """Credo's "Software Design" holds the prompt's words; its finding, two lines on past a box's
     edge, is the answer."""

@@ -108,6 +108,10 @@ def test_what_the_agent_said_is_its_own_words_and_what_it_is_about_to_do_is_noth
     ]
     assert said_passages("Perfect! Now let me check the existing test for sync_transcripts.") == []
     assert said_passages("Let's add test configuration to disable tracing by default:") == []
+    assert said_passages("Now add spans to join:") == said_passages("Commit and close:") == []
+    assert said_passages("Root cause found:") == []
+    kept = "The pre-commit hook runs dialyzer, which flags a false positive in the OTEL types:"
+    assert [p.text for p in said_passages(kept)] == [kept]
     found = said_passages("309 tests (was 297), all passing. Let me run the full quality gate:")
     assert [p.text for p in found] == ["309 tests (was 297), all passing. Let me run the full quality gate:"]
 

@@ -690,3 +690,52 @@ def test_a_global_memory_from_a_related_project_ranks_above_one_from_an_unrelate
     assert first.components["kinship"] == pytest.approx((1 + 0.6) / 2)  # one dependency, all they have
     assert second.components["kinship"] == 0.5  # a project that shares nothing with this one
     assert made["its own"].id not in ranked
+
+
+def session_weights(encoder: Encoder, home: Path, story: list[events.Event], prompt: str) -> dict[str, float]:
+    """Each turn's session component for `prompt`, recalled from a store of `story`."""
+    settings = Settings(str(home))
+    folding = Folding(settings)
+    folding.fold(story)
+    folding.projector.close()
+    with lock_vectors(settings):
+        embedder = open_embedder(settings, encoder)
+        sync_once(settings, embedder)
+        recaller = Recaller(encoder, embedder.vectors, Memories(settings))
+        try:
+            found = recaller.recall(prompt, now=NOW, limit=50).results
+        finally:
+            recaller.memories.close()
+            embedder.close()
+    return {r.text: r.components["session"] for r in found if r.kind in ("prompt", "message")}
+
+
+def test_what_the_tools_showed_does_not_make_a_sessions_turns_outrank_it(
+    encoder: Encoder, tmp_path: Path
+) -> None:
+    """A session's turns weigh their session's score among the turns: many passages (no turn,
+    no session score) beside them change nothing, where among every memory their zeros made the
+    best session's turns stand ten deviations out, above the passage that answers."""
+    chat = [
+        observed(kinds.PROMPT_SUBMITTED, 10, "s1", prompt="the upload quota check fails again"),
+        observed(kinds.ASSISTANT_STOPPED, 11, "s1", last_assistant_message="Quota is 2 GB now."),
+        observed(kinds.PROMPT_SUBMITTED, 20, "s2", prompt="add a dark theme to the settings page"),
+        observed(kinds.ASSISTANT_STOPPED, 21, "s2", last_assistant_message="Dark theme added."),
+    ]
+    reads = [
+        observed(
+            kinds.TOOL_USED,
+            30 + n,
+            "s3",
+            tool_name="Read",
+            tool_use_id=f"t{n}",
+            tool_input={"file_path": f"/repo/src/module_{n}.py"},
+            tool_response={"file": {"content": f"def handler_{n}():\n    return {n} * 7\n"}},
+        )
+        for n in range(40)
+    ]
+    prompt = "why does the upload quota check fail?"
+    alone = session_weights(encoder, tmp_path / "chat", chat, prompt)
+    beside = session_weights(encoder, tmp_path / "shown", chat + reads, prompt)
+    assert alone and beside == pytest.approx(alone)
+    assert max(alone.values()) < 3  # two sessions: the best stands out, not by ten deviations

@@ -158,6 +158,13 @@ def select_explained(
         heading = _heading(memory)
         lines = _lines_of(memory, chunks.get(memory.memory_id, []), query, asked, rarity)
         lines = [(i, line) for i, line in lines if line != heading] or lines
+        window = msgspec.structs.replace(memory, text=f"{heading} {_joined(lines)}")
+        if len(memory.text) > LONG and not passed(window, names, asked, weights):
+            left[memory.memory_id] = (
+                f"the window it would show holds {_shared(window, weights):.0%} of the prompt's words"
+                " (by rarity), too few for what the model puts it at"
+            )
+            continue
         fresh = [(i, line) for i, line in lines if covered(word_set(line), said) < SAID]
         if not fresh:
             left[memory.memory_id] = "what it says, one given before it said"

@@ -420,8 +420,11 @@ class Recaller:
         by_session = np.zeros(rows.count)  # a turn's session's score; other memories have none
         by_session[rows.turn] = candidates.sessions[rows.session[rows.turn]]
         # a memory that is no turn (a fact, a passage) has no session to be read with: neutral,
-        # not the z-score of a session that matched nothing
-        values["session"] = np.where(rows.turn[picked], z_scores(by_session, among, picked), 0.0)
+        # not the z-score of a session that matched nothing. A turn's is weighed among the turns:
+        # among every memory, the passages' zeros would make the best session's turns stand ten
+        # deviations out, above every passage that answers
+        turns = among & rows.turn
+        values["session"] = np.where(rows.turn[picked], z_scores(by_session, turns, picked), 0.0)
         return values
 
 

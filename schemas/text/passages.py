@@ -42,6 +42,9 @@ _NARRATION = re.compile(
     rf"(?i)\s*(?:{_FILLER})*(?:(?:let me|let's|let us|i'll|i will|i need to|i'm going to|i am going to"
     r"|i should|now i)\b|$)"
 )
+# a short sentence that announces what follows it ("Now add spans to join:", "Commit and close:"):
+# the tool use after it shows what was done
+_ANNOUNCES = re.compile(r"^.{1,60}:$", re.DOTALL)
 _SENTENCES = re.compile(r"(?<=[.!?:])\s+|\n+")
 _NARRATION_CHARS = 300
 
@@ -72,10 +75,12 @@ def tool_passages(payload: dict[str, Any], failed: bool) -> list[Passage]:
 
 def said_passages(text: str) -> list[Passage]:
     """What the agent said, as passages of its own words (no heading: the block says who spoke);
-    none for words that only say what it is about to do ("Now let me check the tests."), which
-    tell nothing the tool use after them does not show."""
+    none for words that only say what it is about to do ("Now let me check the tests.", "Commit
+    and close:"), which tell nothing the tool use after them does not show."""
     if len(text) <= _NARRATION_CHARS and all(
-        _NARRATION.match(sentence) for sentence in _SENTENCES.split(text.strip()) if sentence.strip()
+        _NARRATION.match(sentence) or _ANNOUNCES.match(sentence.strip())
+        for sentence in _SENTENCES.split(text.strip())
+        if sentence.strip()
     ):
         return []
     return _cut("said", "", "", "", _plain(text))
