@@ -267,6 +267,22 @@ def test_what_the_agent_holds_already_is_not_given_again() -> None:
     assert [m.memory_id for m in select(prompt, found, QUERY, no_passages, rarity, [claude_md])] == ["b"]
 
 
+def test_a_window_does_not_say_its_heading_twice() -> None:
+    """The embedder's chunks may begin mid-line: a piece of the heading ("(exit 0):") is no line
+    of the window, the heading going with it already."""
+    heading = "Ran uv tool uninstall review-extractor && uv tool install . (exit 0):"
+    output = [f"+ package-{n}==1.{n}.0 installed from the local index" for n in range(2)] + ["-" * 500]
+    text = "\n".join([heading, "Resolved 4 packages in 42ms", *output])
+    chunks = [f"{heading}\nResolved 4 packages in 42ms", "(exit 0):\n" + "\n".join(output)]
+
+    def passages(memory_ids: list[str]) -> dict[str, list[tuple[str, Vector]]]:
+        return {"u": [(chunk, QUERY * 0.5) for chunk in chunks]}
+
+    found = [memory("u", text, kind="passage", similarity=0.5)]
+    [shown] = chosen("which packages did uv tool install resolve?", found, passages)
+    assert shown.text.startswith(heading) and shown.text.count("(exit 0)") == 1
+
+
 def test_a_passage_is_shown_under_where_it_came_from() -> None:
     lines = [f'  "dep{n}": "^{n}.0.0",' for n in range(40)]
     text = "Read assets/package.json:\n{\n" + "\n".join(lines) + '\n  "test": "vitest run"\n}'

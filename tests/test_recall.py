@@ -1,5 +1,6 @@
 """Recall against real projections, vectors and model; the hooks' contract and fallbacks."""
 
+import contextlib
 import json
 import os
 import socket
@@ -105,19 +106,27 @@ def story() -> list[events.Event]:
     ]
 
 
-@pytest.fixture(scope="module")
-def recaller(encoder: Encoder, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Recaller]:
-    settings = Settings(str(tmp_path_factory.mktemp("recall")))
+@contextlib.contextmanager
+def recaller_over(encoder: Encoder, settings: Settings, told: list[events.Event]) -> Iterator[Recaller]:
+    """A recaller over a store of `told`: folded, embedded, its vectors read."""
     folding = Folding(settings)
-    folding.fold(story())
+    folding.fold(told)
     folding.projector.close()
     with lock_vectors(settings):
         embedder = open_embedder(settings, encoder)
         sync_once(settings, embedder)
         found = Recaller(encoder, embedder.vectors, Memories(settings))
+        try:
+            yield found
+        finally:
+            found.memories.close()
+            embedder.close()
+
+
+@pytest.fixture(scope="module")
+def recaller(encoder: Encoder, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Recaller]:
+    with recaller_over(encoder, Settings(str(tmp_path_factory.mktemp("recall"))), story()) as found:
         yield found
-        found.memories.close()
-        embedder.close()
 
 
 def ids(recaller: Recaller, prompt: str, **options: object) -> list[str]:
@@ -603,27 +612,16 @@ def test_recall_in_one_project_never_returns_another_projects_memories(
         )
         return derived(kinds.FACT_ASSERTED, 20, asserted, project=project)
 
-    folding = Folding(settings)
-    folding.fold(
-        [
-            derived(kinds.ENTITY_OBSERVED, 10, cassandra, project="/home/u/billing"),
-            stored("f-billing", "/home/u/billing", "invoices are stored in Cassandra, keyspace billing_v2"),
-            stored("f-shop", "/home/u/shop", "the shop keeps its carts in Cassandra too"),
-            stored("f-everywhere", "/home/u/billing", "Cassandra needs a quorum of 2 for writes", "global"),
-        ]
-    )
-    folding.projector.close()
-    with lock_vectors(settings):
-        embedder = open_embedder(settings, encoder)
-        sync_once(settings, embedder)
-        recaller = Recaller(encoder, embedder.vectors, Memories(settings))
-        try:
-            asked = "where are the invoices stored in Cassandra?"
-            in_shop = {r.memory_id for r in recaller.recall(asked, project="/home/u/shop", limit=10).results}
-            everywhere = {r.memory_id for r in recaller.recall(asked, limit=10).results}
-        finally:
-            recaller.memories.close()
-            embedder.close()
+    told = [
+        derived(kinds.ENTITY_OBSERVED, 10, cassandra, project="/home/u/billing"),
+        stored("f-billing", "/home/u/billing", "invoices are stored in Cassandra, keyspace billing_v2"),
+        stored("f-shop", "/home/u/shop", "the shop keeps its carts in Cassandra too"),
+        stored("f-everywhere", "/home/u/billing", "Cassandra needs a quorum of 2 for writes", "global"),
+    ]
+    with recaller_over(encoder, settings, told) as recaller:
+        asked = "where are the invoices stored in Cassandra?"
+        in_shop = {r.memory_id for r in recaller.recall(asked, project="/home/u/shop", limit=10).results}
+        everywhere = {r.memory_id for r in recaller.recall(asked, limit=10).results}
     assert {"f-shop", "f-everywhere"} <= in_shop and "f-billing" not in in_shop
     assert {"f-billing", "f-shop", "f-everywhere"} <= everywhere
 
@@ -692,21 +690,10 @@ def test_a_global_memory_from_a_related_project_ranks_above_one_from_an_unrelate
     assert made["its own"].id not in ranked
 
 
-def session_weights(encoder: Encoder, home: Path, story: list[events.Event], prompt: str) -> dict[str, float]:
-    """Each turn's session component for `prompt`, recalled from a store of `story`."""
-    settings = Settings(str(home))
-    folding = Folding(settings)
-    folding.fold(story)
-    folding.projector.close()
-    with lock_vectors(settings):
-        embedder = open_embedder(settings, encoder)
-        sync_once(settings, embedder)
-        recaller = Recaller(encoder, embedder.vectors, Memories(settings))
-        try:
-            found = recaller.recall(prompt, now=NOW, limit=50).results
-        finally:
-            recaller.memories.close()
-            embedder.close()
+def session_weights(encoder: Encoder, home: Path, told: list[events.Event], prompt: str) -> dict[str, float]:
+    """Each turn's session component for `prompt`, recalled from a store of `told`."""
+    with recaller_over(encoder, Settings(str(home)), told) as recaller:
+        found = recaller.recall(prompt, now=NOW, limit=50).results
     return {r.text: r.components["session"] for r in found if r.kind in ("prompt", "message")}
 
 

@@ -157,7 +157,7 @@ def select_explained(
             continue
         heading = _heading(memory)
         lines = _lines_of(memory, chunks.get(memory.memory_id, []), query, asked, rarity)
-        lines = [(i, line) for i, line in lines if line != heading] or lines
+        lines = [(i, line) for i, line in lines if not _in_heading(line, heading)] or lines
         window = msgspec.structs.replace(memory, text=f"{heading} {_joined(lines)}")
         if len(memory.text) > LONG and not passed(window, names, asked, weights):
             left[memory.memory_id] = (
@@ -380,6 +380,13 @@ def _heading(memory: Scored) -> str:
     if memory.kind != "passage":
         return ""
     return " ".join(memory.text.partition("\n")[0].split())
+
+
+def _in_heading(line: str, heading: str) -> bool:
+    """Whether `line` says nothing its passage's heading does not (the heading itself, or a piece
+    of it where a chunk began mid-line): the heading goes with every window."""
+    words = word_set(line)
+    return bool(heading) and (line == heading or (bool(words) and words <= word_set(heading)))
 
 
 def _joined(lines: list[tuple[int, str]]) -> str:
