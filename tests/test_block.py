@@ -305,14 +305,33 @@ def test_a_long_memory_is_judged_by_the_window_it_would_show() -> None:
     assert [m.memory_id for m in chosen(prompt, [long, note])] == ["note"]
 
 
+def test_what_its_window_leaves_out_opens_no_block() -> None:
+    """The long summary is what reached the block's floor; its window fails, and a note the model
+    puts below the block's floor does not answer alone."""
+    topics = ["sweeper", "ttl", "registry", "pubsub", "tmux", "pane", "heatmap", "oban", "credo", "dialyzer"]
+    filler = "the work went on as planned and nothing else of note happened in this part " * 4
+    long = memory("long", "\n".join(f"{filler}{t}." for t in topics), kind="message", similarity=0.35)
+    note = memory("note", "the sweeper uses a ttl of 90 seconds", kind="message", similarity=0.27)
+    assert chosen(" ".join(topics) + "?", [long, note]) == []
+
+
+def test_a_long_request_is_judged_whole() -> None:
+    """A request tells by its rule, which its window may not show."""
+    steps = " ".join(f"then check step {n} of the rollout by hand." for n in range(20))
+    told = f"Never merge on Fridays. {steps} The v2 route reports session ends."
+    request = memory("r", told, kind="prompt", similarity=0.5)
+    assert [m.memory_id for m in chosen("which route reports a session's end?", [request])] == ["r"]
+
+
 def test_a_heading_of_a_passage_is_shown_with_what_it_introduces() -> None:
     """Credo's "Software Design" holds the prompt's words; its finding, two lines on past a box's
     edge, is the answer."""
     noise = "\n".join(f"┃ lib/spotter/module_{n}.ex:{n}:5 checked, nothing to report" for n in range(12))
+    notes = "\n".join(f"┃ lib/design_{n}.ex: its design is checked, nothing to report" for n in range(5))
     text = (
         "Ran mix credo --strict (exit 0):\nChecking 87 source files ...\n  Software Design\n┃\n"
         "┃ [D] ↘ Nested modules could be aliased at the top of the invoking module.\n"
-        f"┃       lib/spotter/application.ex:9:5\n{noise}\n  Code Readability\n┃\n"
+        f"┃       lib/spotter/application.ex:9:5\n{noise}\n{notes}\n  Code Readability\n┃\n"
         "┃ [R] ↘ Prefer using an implicit `try` rather than explicit `try`."
     )
     passage = memory("c", text, kind="passage", similarity=0.5)

@@ -697,7 +697,7 @@ def session_weights(encoder: Encoder, home: Path, told: list[events.Event], prom
     return {r.text: r.components["session"] for r in found if r.kind in ("prompt", "message")}
 
 
-def test_what_the_tools_showed_does_not_make_a_sessions_turns_outrank_it(
+def test_what_the_tools_showed_leaves_a_sessions_turns_weighed_as_they_were(
     encoder: Encoder, tmp_path: Path
 ) -> None:
     """A session's turns weigh their session's score among the turns: many passages (no turn,
@@ -725,4 +725,3 @@ def test_what_the_tools_showed_does_not_make_a_sessions_turns_outrank_it(
     alone = session_weights(encoder, tmp_path / "chat", chat, prompt)
     beside = session_weights(encoder, tmp_path / "shown", chat + reads, prompt)
     assert alone and beside == pytest.approx(alone)
-    assert max(alone.values()) < 3  # two sessions: the best stands out, not by ten deviations

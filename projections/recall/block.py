@@ -24,10 +24,13 @@ matters; nothing when nothing in memory answers the prompt.
    line of what the agent holds already (the files Claude Code loaded as its memory, CLAUDE.md
    with reverie's own section; what SessionStart gave the session), is left out; an item left
    without lines goes.
-5. **The passage that matters.** A memory longer than `LONG` (a compaction summary, a report)
-   is shown as its passage nearest the prompt: its chunk the model puts nearest (the vectors the
-   embedder keeps of each chunk), then that chunk's lines holding most of the prompt's rarer
-   words, up to `EXCERPT` characters, in their order. Verbatim: lines are cut, never reworded.
+5. **The passage that matters.** A memory longer than `LONG` (a compaction summary, a report,
+   a file a tool showed) is shown as its window that answers: the lines holding most of the
+   prompt's rarer words (plus how near the model puts the chunk each is in: the vectors the
+   embedder keeps of each chunk), a heading line with the line it introduces, then their
+   neighbours, up to `EXCERPT` characters, in their order; and it must pass the floors by that
+   window, as a short memory does by its text. Verbatim: lines are cut, never reworded. A
+   passage keeps its heading (where it came from), said once.
 6. **A handful.** At most `MAX_ITEMS` items (Baddeley's chunks of working memory).
 
 Opinions are reverie's own answers to a question someone asked (`reverie reflect`): they are
@@ -64,6 +67,7 @@ RAW_WEIGHT = 0.8
 SAID = 0.8
 LONG = 420
 EXCERPT = 360
+_HEADING_WORDS = 4  # a line of so few words heads what follows it ("Software Design")
 MAX_ITEMS = 6
 RAW = ("prompt", "message", "task", "said", "passage")  # what was said and shown, not distilled
 REQUESTS = ("prompt", "task")  # what the user (or the agent, of a subagent) asked for
@@ -94,13 +98,13 @@ _ASKS_LAST = re.compile(
 )
 # code in a request: a command's flag (`--remote-only`, `-x`), or words between backticks
 _CODE = re.compile(r"(?<![\w-])--?[A-Za-z][\w-]*|`[^`\n]+`")
-# a request that says how rather than what: "use the v2 route", "prefer ...", "don't ..."
-_DIRECTS = re.compile(r"\s*(?:please\s+)?(?:use|prefer|avoid|don't|do not|stop)\b", re.IGNORECASE)
+# a request that opens by saying how rather than what: "use the v2 route", "prefer ...", "don't ..."
+_DIRECTS = re.compile(r"\s*(?:please\s+)?(?:use|prefer|avoid|don't|do not)\b", re.IGNORECASE)
 _STATES_A_RULE = re.compile(r"\b(?:always|never|from now on|toujours|jamais|désormais)\b", re.IGNORECASE)
 
 # the passages of long memories: memory id -> each chunk's text and vector
 Passages = Callable[[list[str]], "dict[str, list[tuple[str, Vector]]]"]
-# how rare a word of the prompt is among the memories (BM25's idf)
+# how rare a word of the prompt is among the memories that may answer (BM25's idf)
 Rarity = Callable[[str], float]
 
 
@@ -151,19 +155,16 @@ def select_explained(
     held = [words for text in known for line in _split(text, _LINE_MAX) if (words := word_set(line))]
     said: frozenset[str] = frozenset()
     shown: list[Shown] = []
+    opened = False
     for memory in ranked:
         if len(shown) == MAX_ITEMS:
             left[memory.memory_id] = f"the block holds {MAX_ITEMS} at most"
             continue
         heading = _heading(memory)
         lines = _lines_of(memory, chunks.get(memory.memory_id, []), query, asked, rarity)
-        lines = [(i, line) for i, line in lines if not _in_heading(line, heading)] or lines
-        window = msgspec.structs.replace(memory, text=f"{heading} {_joined(lines)}")
-        if len(memory.text) > LONG and not passed(window, names, asked, weights):
-            left[memory.memory_id] = (
-                f"the window it would show holds {_shared(window, weights):.0%} of the prompt's words"
-                " (by rarity), too few for what the model puts it at"
-            )
+        lines = [(i, line) for i, line in lines if not _in_heading(line, heading)] or [(0, heading)]
+        if too_few := _window_short(memory, heading, lines, names, asked, weights):
+            left[memory.memory_id] = too_few
             continue
         fresh = [(i, line) for i, line in lines if covered(word_set(line), said) < SAID]
         if not fresh:
@@ -184,7 +185,30 @@ def select_explained(
                 memory.memory_id, memory.kind, text, memory.ts, memory.category, memory.memory_type, why, near
             )
         )
+        opened |= memory.similarity >= BLOCK_FLOOR or _holds(memory, names)
+    if not opened:  # what reached the block's floor was left out (by its window): nothing answers
+        left.update((m.memory_id, f"nothing it shows reaches the block's floor {BLOCK_FLOOR}") for m in shown)
+        return [], left
     return shown, left
+
+
+def _window_short(
+    memory: Scored,
+    heading: str,
+    lines: list[tuple[int, str]],
+    names: list[re.Pattern[str]],
+    asked: frozenset[str],
+    weights: dict[str, float],
+) -> str | None:
+    """Why a long memory fails the floors by the window it would show, in words (a long summary
+    holds some word of any prompt somewhere); None when it passes, or is short, or is a request
+    (judged whole: its rule may lie outside the window)."""
+    if len(memory.text) <= LONG or memory.kind in REQUESTS:
+        return None
+    window = msgspec.structs.replace(memory, text=f"{heading} {_joined(lines)}")
+    if passed(window, names, asked, weights):
+        return None
+    return f"the window it would show: {_not_near(window, _shared(window, weights))}"
 
 
 def _ranked(
@@ -286,7 +310,7 @@ def passed(
 
 def _tells(request: str) -> bool:
     """Whether a request says more than what it asked for: it states a rule ("always ...", "never
-    ..."), says how work is done ("use the /api/hooks/session-end route"), or gives code verbatim
+    ..."), opens by saying how ("use the /api/hooks/session-end route"), or gives code verbatim
     (`fly deploy --remote-only`, a flag), which a later question may need as it was typed. "Write
     a haiku", "add a search bar to the products page" or "fix the leak in server/stream.go" tell
     nothing memory should give again: what the agent did about it (the file it opened, what it
@@ -383,10 +407,9 @@ def _heading(memory: Scored) -> str:
 
 
 def _in_heading(line: str, heading: str) -> bool:
-    """Whether `line` says nothing its passage's heading does not (the heading itself, or a piece
-    of it where a chunk began mid-line): the heading goes with every window."""
-    words = word_set(line)
-    return bool(heading) and (line == heading or (bool(words) and words <= word_set(heading)))
+    """Whether `line` is its passage's heading or a piece of it (where a chunk began mid-line,
+    or a sentence of it): the heading goes with every window."""
+    return bool(heading) and (heading.startswith(line) or heading.endswith(line))
 
 
 def _joined(lines: list[tuple[int, str]]) -> str:
@@ -411,15 +434,17 @@ def _split(text: str, line_max: int) -> list[str]:
 def _excerpt(lines: list[tuple[str, float]], asked: frozenset[str], rarity: Rarity) -> list[tuple[int, str]]:
     """The lines nearest the prompt, in their order, within EXCERPT characters: those holding its
     words (each word weighing its rarity, a line read in its context: plus how near the model puts
-    the chunk it is in), each with the lines either side of it, the window that answers; when no
-    line holds a word of the prompt, the lines of the chunk the model puts nearest, from its start."""
+    the chunk it is in), a heading among them with the line it introduces, then the lines either
+    side of them (over lines with no words), the window that answers; when no line holds a word
+    of the prompt, the lines of the chunk the model puts nearest, from its start."""
     weights = {w: rarity(w) for w in asked}
     whole = sum(weights.values()) or 1.0
-    held = [sum(weights[w] for w in word_set(line) & asked) / whole for line, _ in lines]
+    words_of = [word_set(line) for line, _ in lines]
+    held = [sum(weights[w] for w in words & asked) / whole for words in words_of]
     nearness = [share + near for share, (_, near) in zip(held, lines, strict=True)]
     order = sorted(range(len(lines)), key=lambda i: (-nearness[i], i))
     if any(held):
-        worded = [i for i, (line, _) in enumerate(lines) if word_set(line)]
+        worded = [i for i, words in enumerate(words_of) if words]
         hits = [j for i in order if held[i] for j in (i, *_introduced(lines, worded, i))]
         order = hits + [j for i in hits for j in _neighbours(worded, i)]
     kept: list[int] = []
@@ -434,8 +459,8 @@ def _excerpt(lines: list[tuple[str, float]], asked: frozenset[str], rarity: Rari
 
 
 def _neighbours(worded: list[int], at: int) -> list[int]:
-    """The lines either side of line `at` that hold words, over lines that hold none (a rule, a
-    box's edge)."""
+    """The lines either side of line `at` that hold words, the one after first, over lines that
+    hold none (a line of dashes, a box's edge)."""
     after = bisect.bisect_right(worded, at)
     return [worded[j] for j in (after, bisect.bisect_left(worded, at) - 1) if 0 <= j < len(worded)]
 
@@ -448,9 +473,6 @@ def _introduced(lines: list[tuple[str, float]], worded: list[int], at: int) -> l
         return []
     after = bisect.bisect_right(worded, at)
     return worded[after : after + 1]
-
-
-_HEADING_WORDS = 4
 
 
 def _cut(line: str) -> str:

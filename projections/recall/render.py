@@ -106,9 +106,9 @@ def render_continuity(
         ("Key decisions", continuity.decisions),
         ("Files touched lately", continuity.files),
         ("Blockers last time", continuity.blockers),
-        ("Solved last time", continuity.solved),
         ("Preferences", continuity.preferences),
         ("Recurring failures", continuity.failures),
+        ("Solved last time", continuity.solved),  # the least needed: last, where the budget is tight
     ]
     return _fence(
         [(title, ["- " + escape(_flat(item, 800)) for item in items]) for title, items in _once(sections)],

@@ -44,7 +44,7 @@ _NARRATION = re.compile(
 )
 # a short sentence that announces what follows it ("Now add spans to join:", "Commit and close:"):
 # the tool use after it shows what was done
-_ANNOUNCES = re.compile(r"^.{1,60}:$", re.DOTALL)
+_ANNOUNCES = re.compile(r".{1,60}:")
 _SENTENCES = re.compile(r"(?<=[.!?:])\s+|\n+")
 _NARRATION_CHARS = 300
 
@@ -78,7 +78,7 @@ def said_passages(text: str) -> list[Passage]:
     none for words that only say what it is about to do ("Now let me check the tests.", "Commit
     and close:"), which tell nothing the tool use after them does not show."""
     if len(text) <= _NARRATION_CHARS and all(
-        _NARRATION.match(sentence) or _ANNOUNCES.match(sentence.strip())
+        _NARRATION.match(sentence) or _ANNOUNCES.fullmatch(sentence.strip())
         for sentence in _SENTENCES.split(text.strip())
         if sentence.strip()
     ):
