@@ -16,13 +16,13 @@ run.
 
 import difflib
 import os
-import time
 from collections.abc import Callable
 
 import msgspec
 
 from ingest.claude_md import MemoryBlockError, splice
 from projections.curation import OFFERED, Section, Waiting, files, render, section
+from reverie.folded import holds_event
 from reverie.project_files import Refused, read_text, replacing, rewrite, target, write_all
 from schemas.settings import Settings
 from schemas.text.markdown import LONGEST
@@ -105,29 +105,6 @@ def export_markdown_command(project: str, directory: str) -> int:
     for path in written:
         err.print(f"wrote {path}", highlight=False, markup=False)
     return 0
-
-
-def holds_event(settings: Settings, event_id: str, timeout: float) -> bool:
-    """Whether the projections' snapshot holds the event `event_id` (one recorded a moment ago),
-    waiting up to `timeout` seconds for the projector to fold it."""
-    from projections.sql import NoSnapshot, connect
-
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            db = connect(settings, snapshot_required=True, files=False)
-        except NoSnapshot:
-            found = None
-        else:
-            try:
-                found = db.execute(
-                    "SELECT 1 FROM projections.folded WHERE id = $id", {"id": event_id}
-                ).fetchone()
-            finally:
-                db.close()
-        if found or time.monotonic() >= deadline:
-            return found is not None
-        time.sleep(0.2)
 
 
 def _show_diff(path: str, before: str, after: str) -> None:

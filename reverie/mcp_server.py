@@ -320,7 +320,8 @@ def _curate_tool(settings: Settings, where: Where) -> Callable[..., str]:
         from ingest.claude_md import MemoryBlockError
         from projections.curation import render
         from projections.sql import NoSnapshot
-        from reverie.curating import curate, holds_event
+        from reverie.curating import curate
+        from reverie.folded import holds_event
 
         root = _root(place)
         if after and not holds_event(settings, after, timeout=_FOLDED_WITHIN):

@@ -24,6 +24,7 @@ from schemas.settings import Settings
 
 STASH_DIR = os.path.join(".claude", "stash")
 WORDING = Worker("stash", 1)  # who derives what wording a stash cost (`llm.used`)
+FOLDED_WITHIN = 15.0  # seconds a stash waits for what was recorded before it to be folded
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")
 
 
@@ -38,11 +39,14 @@ def stash(
     settings: Settings, project: str, root: str, name: str | None, session_id: str | None, source: str
 ) -> Stashed:
     """Stash where `session_id` (or `project`'s latest session) stands as `name` (or the day and
-    the session's first characters). ValueError for a name that is no file name, or when the
-    project has no session yet; NoSnapshot before the projector's first snapshot."""
+    the session's first characters), once the snapshot holds what was recorded before the call
+    (the prompt asking for it may be the first of a resumed session: it makes that session the
+    latest). ValueError for a name that is no file name, or when the project has no session yet;
+    NoSnapshot before the projector's first snapshot."""
     from ingest.emit import Emitter
     from projections.sql import connect
     from projections.stashing import latest_session, standing, turns
+    from reverie.folded import holds_what_was_recorded
     from workers.llm.config import configured
     from workers.redis_client import connect as redis_of
     from workers.stashes import with_llm
@@ -52,6 +56,7 @@ def stash(
         raise ValueError(f"{name!r}: a stash's name is letters, digits, '.', '_' and '-' (80 at most)")
     llm = configured(settings)
     used, cause = None, None
+    holds_what_was_recorded(settings, timeout=FOLDED_WITHIN)  # else it stashes what the snapshot has
     db = connect(settings, snapshot_required=True, files=False)
     try:
         session_id = session_id or latest_session(db, project)

@@ -18,7 +18,8 @@ from ingest.emit import Emitter
 from ingest.spool import spooled
 from projections import sql
 from projections.curation import LINES, render, section
-from reverie.curating import curate, holds_event
+from reverie.curating import curate
+from reverie.folded import holds_event
 from reverie.stashing import stash
 from reverie.testing import Folding, make_event
 from schemas import kinds, memory
@@ -604,6 +605,23 @@ def test_what_the_user_wrote_enters_as_inert_text_only(
     assert html == ["html_block", "html_block"]  # the markers' own, and no comment or tag of a memory's
     facts = (tmp_path / ".claude/memory/facts.md").read_text()
     assert written + "\n" in facts
+
+
+def test_a_stash_asked_as_a_sessions_first_prompt_reads_that_session(stack: Stack, tmp_path: Path) -> None:
+    where = str(tmp_path.resolve())
+    earlier = PromptSubmitted(session_id="earlier", prompt="Fix the orders export")
+    with Emitter(redis.Redis.from_url(stack.settings.redis_url), kinds.SOURCE_CLAUDE_CODE) as hook:
+        hook.emit(kinds.PROMPT_SUBMITTED, earlier, project=where, session_id="earlier")
+    wait_for(
+        lambda: stack.query("SELECT count(*) FROM prompts WHERE session_id = 'earlier'") == [(1,)],
+        timeout=60,
+        what="the earlier session folded",
+    )
+    resumed = PromptSubmitted(session_id="resumed", prompt="Speed up the orders query")
+    with Emitter(redis.Redis.from_url(stack.settings.redis_url), kinds.SOURCE_CLAUDE_CODE) as hook:
+        hook.emit(kinds.PROMPT_SUBMITTED, resumed, project=where, session_id="resumed")
+    done = stash(stack.settings, where, where, "now", None, kinds.SOURCE_CLI)  # at once, as a tool is
+    assert (done.stash.session_id, done.stash.goal) == ("resumed", "Speed up the orders query")
 
 
 def test_curate_review_asks_about_what_waits_and_a_yes_lets_it_in(
