@@ -348,7 +348,42 @@ def test_a_request_that_tells_nothing_and_a_memory_sharing_no_word_are_no_answer
     assert chosen("write a haiku about autumn leaves and a cat", [limerick]) == []
     debounce = memory("j", "write a debounce function in javascript", kind="prompt", similarity=0.5)
     assert chosen("how do I write a binary search in JavaScript?", [debounce]) == []  # a name, no more
-    leak = memory("g", "our gRPC server leaks goroutines, fix server/stream.go", kind="prompt")
+    leak = memory("g", "fix the goroutine leak of our gRPC server in server/stream.go", kind="prompt")
     assert chosen("how do goroutines differ from threads in server/stream.go?", [leak]) == []  # a path
     assert chosen("unique_ptr vs shared_ptr, when do I need each?", [depends]) == []
     assert [m.memory_id for m in chosen("how do we deploy the app?", [limerick, deploy])] == ["d"]
+
+
+def test_a_prompt_that_states_what_is_so_is_given_again() -> None:
+    """What the user told ("we moved the API to port 8080") answers a later question; a request
+    framed as a wish ("I want you to ...") or a guess ("I think ...") tells nothing."""
+    moved = memory("m", "We moved the API to port 8080 last week", kind="prompt", similarity=0.5)
+    wish = memory("w", "I want you to move the API to port 8080", kind="prompt", similarity=0.5)
+    guess = memory("g", "I think the API port is 8080 now", kind="prompt", similarity=0.5)
+    went = memory("s", "Hi! Yeah, I went to the support group on May 7.", kind="prompt", similarity=0.5)
+    assert [m.memory_id for m in chosen("which port does the API listen on?", [moved, wish, guess])] == ["m"]
+    assert [m.memory_id for m in chosen("when did I go to the support group?", [went])] == ["s"]
+
+
+def test_a_prompt_that_reports_what_is_wrong_for_the_agent_to_fix_is_not_given_again() -> None:
+    """ "The app crashes ..., fix it": what the agent found and did is memory of its own."""
+    reports = [
+        "the Django migration 0042 fails with IntegrityError on the orders table, fix it",
+        "The Django migration 0042 fails on the orders table. Investigate the migration.",
+        "our migration on the orders table fails, rewrite it in migrations/0042_orders.py",
+    ]
+    prompt = "write a migration that adds a nullable archived_at column to the orders table"
+    for report in reports:
+        assert chosen(prompt, [memory("r", report, kind="prompt", similarity=0.5)]) == [], report
+    told = memory("t", "The migration 0042 on the orders table ran on Friday", kind="prompt", similarity=0.5)
+    assert [m.memory_id for m in chosen(prompt, [told])] == ["t"]
+
+
+def test_the_same_sentence_again_with_another_number_is_said_once() -> None:
+    """Two copies of a turn that differ in a number: the second would show "(27)" alone."""
+    said = "Caroline: I went to a LGBTQ support group yesterday and it was so powerful."
+    found = [
+        memory("a", f"{said} (21)", kind="prompt"),
+        memory("b", f"{said} (27)", kind="prompt", score=0.4),
+    ]
+    assert [m.memory_id for m in chosen("when did Caroline go to the LGBTQ support group?", found)] == ["a"]

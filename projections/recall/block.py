@@ -23,7 +23,8 @@ matters; nothing when nothing in memory answers the prompt.
 4. **Once.** A line whose words are `SAID` covered by what the block holds already, or by one
    line of what the agent holds already (the files Claude Code loaded as its memory, CLAUDE.md
    with reverie's own section; what SessionStart gave the session), is left out; an item left
-   without lines goes.
+   without lines goes, and so does one whose lines together the block holds `SAID` already (the
+   same sentence again, its one new word a number).
 5. **The passage that matters.** A memory longer than `LONG` (a compaction summary, a report,
    a file a tool showed) is shown as its window that answers: the lines holding most of the
    prompt's rarer words (plus how near the model puts the chunk each is in: the vectors the
@@ -50,7 +51,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from projections.recall.tasks import identifiers
-from projections.recall.words import NEGATIONS, covered, jaccard, word_set
+from projections.recall.words import NEGATIONS, STOP_WORDS, covered, jaccard, word_set
 from schemas.recall import Scored
 
 if TYPE_CHECKING:  # the vectors' module loads Arrow: reflection's asker reads blocks without it
@@ -101,6 +102,20 @@ _CODE = re.compile(r"(?<![\w-])--?[A-Za-z][\w-]*|`[^`\n]+`")
 # a request that opens by saying how rather than what: "use the v2 route", "prefer ...", "don't ..."
 _DIRECTS = re.compile(r"\s*(?:please\s+)?(?:use|prefer|avoid|don't|do not)\b", re.IGNORECASE)
 _STATES_A_RULE = re.compile(r"\b(?:always|never|from now on|toujours|jamais|désormais)\b", re.IGNORECASE)
+# a sentence that states what is so: it opens with who or what it is about ("I moved to Berlin",
+# "the API listens on 8080", "our CI runs Node 20"), not with a verb (a request), nor with a
+# framing that asks for work or only guesses ("I want you to ...", "we need ...", "I think ...");
+# a prompt whose last clause asks for work ("the app crashes on rotation, fix it") reports what
+# is wrong for the agent to work on: what the agent found is memory of its own
+_STATES = re.compile(
+    r"(?:^|[,;:.!?\n])\s*(?:i|i'm|i've|we|we're|we've|my|our|the|this|these|those|it|it's|there|he|she"
+    r"|they|his|her|their|je|j'ai|nous|notre|nos|mon|ma|mes|il|elle|on)\s+(?!(?:want|wanted|need|needed"
+    r"|would|should|must|have to|had to|wonder|think|guess|hope|will|can|could|veux|voudrais|dois"
+    r"|pense|crois)\b)\w",
+    re.IGNORECASE,
+)
+_CLAUSE_WORDS = re.compile(r"[^\W\d_][\w'-]*")
+_CLAUSES = re.compile(r"[,;:](?=\s)|[.!?]+(?=\s|$)|\n")  # not the dot of "stream.go"
 
 # the passages of long memories: memory id -> each chunk's text and vector
 Passages = Callable[[list[str]], "dict[str, list[tuple[str, Vector]]]"]
@@ -167,7 +182,7 @@ def select_explained(
             left[memory.memory_id] = too_few
             continue
         fresh = [(i, line) for i, line in lines if covered(word_set(line), said) < SAID]
-        if not fresh:
+        if not fresh or covered(word_set(" ".join(line for _, line in lines)), said) >= SAID:
             left[memory.memory_id] = "what it says, one given before it said"
             continue
         fresh = [(i, line) for i, line in fresh if not _held(word_set(line), held)]
@@ -310,16 +325,26 @@ def passed(
 
 def _tells(request: str) -> bool:
     """Whether a request says more than what it asked for: it states a rule ("always ...", "never
-    ..."), opens by saying how ("use the /api/hooks/session-end route"), or gives code verbatim
-    (`fly deploy --remote-only`, a flag), which a later question may need as it was typed. "Write
-    a haiku", "add a search bar to the products page" or "fix the leak in server/stream.go" tell
-    nothing memory should give again: what the agent did about it (the file it opened, what it
-    said) is memory of its own."""
+    ..."), opens by saying how ("use the /api/hooks/session-end route"), gives code verbatim
+    (`fly deploy --remote-only`, a flag), which a later question may need as it was typed, or
+    states what is so ("we moved the API to port 8080", "I went to the support group on May 7").
+    "Write a haiku", "add a search bar to the products page" or "fix the leak in
+    server/stream.go" tell nothing memory should give again: what the agent did about it (the
+    file it opened, what it said) is memory of its own."""
     return (
         _STATES_A_RULE.search(request) is not None
         or _DIRECTS.match(request) is not None
         or _CODE.search(request) is not None
+        or (_STATES.search(request) is not None and not _ends_asking_for_work(request))
     )
+
+
+def _ends_asking_for_work(request: str) -> bool:
+    """Whether the last clause of `request` opens with a word that is no function word (a verb:
+    "..., fix it", "... Optimize the query.") and goes on."""
+    clauses = [words for c in _CLAUSES.split(request) if (words := _CLAUSE_WORDS.findall(c))]
+    words = clauses[-1] if clauses else []
+    return len(words) >= 2 and words[0].lower().partition("'")[0] not in STOP_WORDS
 
 
 def _shared(memory: Scored, weights: dict[str, float]) -> float:
